@@ -1,0 +1,173 @@
+// Package model is the input snapshot the engines read: typed Kubernetes and Istio objects, each
+// with the place it was read from, and the effective MeshConfig.
+//
+// It owns: Snapshot, ObjectKey, Source, LoadIssue.
+// It may import: provenance; istio.io/api and istio.io/client-go types; k8s.io/api types.
+// It must not import cli, render, source, engines, or any client.
+package model
+
+import (
+	"sort"
+
+	meshv1alpha1 "istio.io/api/mesh/v1alpha1"
+	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	networkingv1alpha3 "istio.io/client-go/pkg/apis/networking/v1alpha3"
+	securityv1 "istio.io/client-go/pkg/apis/security/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
+)
+
+// ObjectKey identifies one object of the snapshot.
+type ObjectKey struct {
+	Kind      string // DestinationRule, Service, ...
+	Namespace string
+	Name      string
+}
+
+// Ref returns the provenance spelling of the key.
+func (k ObjectKey) Ref() provenance.Ref {
+	return provenance.Ref{Kind: k.Kind, Namespace: k.Namespace, Name: k.Name}
+}
+
+// Source says where one object was read from.
+type Source struct {
+	// Position is set for objects read from files: the line of the document's start.
+	Position *provenance.Position
+	// Live is true for objects read from the cluster.
+	Live bool
+	// ResourceVersion of a live object.
+	ResourceVersion string
+	// Overlay is true when a file object replaced or was added to the live state (--overlay).
+	Overlay bool
+}
+
+// FieldLocator returns the file position of a field of an object, given its CRD-style path
+// (`spec.trafficPolicy.portLevelSettings[port=9080].connectionPool`), or nil when unknown.
+type FieldLocator interface {
+	FieldPosition(key ObjectKey, path string) *provenance.Position
+}
+
+// LoadIssue is something the loader could not read, or read only in part. Issues never stop a
+// load: the rest of the snapshot is still explained.
+type LoadIssue struct {
+	// Severity is "error" (the object was skipped or is invalid) or "warning" (a read was denied
+	// or incomplete).
+	Severity string
+	// Resource names the object involved, when there is one.
+	Resource *provenance.Ref
+	// Position is where in a file, when known.
+	Position *provenance.Position
+	// Field is the offending field in CRD spelling, when known.
+	Field string
+	// Message says what is wrong, lower-case, no trailing period.
+	Message string
+	// Incomplete names the kinds that could not be read (for "mTLS inference is incomplete").
+	Incomplete []string
+}
+
+// Snapshot is everything the engines may read. Slices are sorted by namespace and name.
+type Snapshot struct {
+	// MeshConfig is the effective mesh config: the user's mesh config merged over istiod's
+	// defaults (pkg/config/mesh DefaultMeshConfig).
+	MeshConfig *meshv1alpha1.MeshConfig
+	// MeshConfigSource names where MeshConfig came from (ConfigMap istio-system/istio, a file),
+	// nil when only defaults apply.
+	MeshConfigSource *provenance.Ref
+	// MeshConfigPosition is the file position of the mesh config, when read from a file.
+	MeshConfigPosition *provenance.Position
+	// MeshConfigUserFields lists the top-level MeshConfig fields the user set (the rest are
+	// istiod defaults), in proto JSON spelling.
+	MeshConfigUserFields map[string]bool
+
+	Namespaces            []*corev1.Namespace
+	Services              []*corev1.Service
+	Pods                  []*corev1.Pod
+	ServiceEntries        []*networkingv1.ServiceEntry
+	WorkloadEntries       []*networkingv1.WorkloadEntry
+	DestinationRules      []*networkingv1.DestinationRule
+	VirtualServices       []*networkingv1.VirtualService
+	Sidecars              []*networkingv1.Sidecar
+	EnvoyFilters          []*networkingv1alpha3.EnvoyFilter
+	PeerAuthentications   []*securityv1.PeerAuthentication
+	AuthorizationPolicies []*securityv1.AuthorizationPolicy
+
+	// Sources maps each object to where it was read from.
+	Sources map[ObjectKey]Source
+	// Fields locates fields in files; nil for live-only snapshots.
+	Fields FieldLocator
+	// Issues are the load problems (skipped objects, denied reads).
+	Issues []LoadIssue
+	// Incomplete lists kinds that could not be read at all (forbidden, missing CRD), e.g.
+	// "PeerAuthentication". Engines turn these into warnings about what they could not infer.
+	Incomplete map[string]string
+}
+
+// RootNamespace is MeshConfig rootNamespace, defaulting to istio-system.
+func (s *Snapshot) RootNamespace() string {
+	if s.MeshConfig != nil && s.MeshConfig.GetRootNamespace() != "" {
+		return s.MeshConfig.GetRootNamespace()
+	}
+	return "istio-system"
+}
+
+// Position returns the file position of an object, or nil.
+func (s *Snapshot) Position(k ObjectKey) *provenance.Position {
+	if src, ok := s.Sources[k]; ok {
+		return src.Position
+	}
+	return nil
+}
+
+// FieldPosition returns the file position of a field of an object, falling back to the
+// object's own position.
+func (s *Snapshot) FieldPosition(k ObjectKey, path string) *provenance.Position {
+	if s.Fields != nil {
+		if p := s.Fields.FieldPosition(k, path); p != nil {
+			return p
+		}
+	}
+	return s.Position(k)
+}
+
+// Origin builds an Origin for a field of an object, with its file position when known.
+func (s *Snapshot) Origin(layer provenance.Layer, k ObjectKey, field string) provenance.Origin {
+	ref := k.Ref()
+	return provenance.Origin{Layer: layer, Resource: &ref, Field: field, Position: s.FieldPosition(k, field)}
+}
+
+// Namespace returns the Namespace object with that name, or nil.
+func (s *Snapshot) Namespace(name string) *corev1.Namespace {
+	for _, n := range s.Namespaces {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+// Sort orders every slice by namespace, then name (deterministic output).
+func (s *Snapshot) Sort() {
+	sortByNsName(s.Namespaces, func(o *corev1.Namespace) (string, string) { return "", o.Name })
+	sortByNsName(s.Services, func(o *corev1.Service) (string, string) { return o.Namespace, o.Name })
+	sortByNsName(s.Pods, func(o *corev1.Pod) (string, string) { return o.Namespace, o.Name })
+	sortByNsName(s.ServiceEntries, func(o *networkingv1.ServiceEntry) (string, string) { return o.Namespace, o.Name })
+	sortByNsName(s.WorkloadEntries, func(o *networkingv1.WorkloadEntry) (string, string) { return o.Namespace, o.Name })
+	sortByNsName(s.DestinationRules, func(o *networkingv1.DestinationRule) (string, string) { return o.Namespace, o.Name })
+	sortByNsName(s.VirtualServices, func(o *networkingv1.VirtualService) (string, string) { return o.Namespace, o.Name })
+	sortByNsName(s.Sidecars, func(o *networkingv1.Sidecar) (string, string) { return o.Namespace, o.Name })
+	sortByNsName(s.EnvoyFilters, func(o *networkingv1alpha3.EnvoyFilter) (string, string) { return o.Namespace, o.Name })
+	sortByNsName(s.PeerAuthentications, func(o *securityv1.PeerAuthentication) (string, string) { return o.Namespace, o.Name })
+	sortByNsName(s.AuthorizationPolicies, func(o *securityv1.AuthorizationPolicy) (string, string) { return o.Namespace, o.Name })
+}
+
+func sortByNsName[T any](xs []T, key func(T) (string, string)) {
+	sort.SliceStable(xs, func(i, j int) bool {
+		ni, mi := key(xs[i])
+		nj, mj := key(xs[j])
+		if ni != nj {
+			return ni < nj
+		}
+		return mi < mj
+	})
+}
