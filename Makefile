@@ -1,0 +1,50 @@
+# kubectl mesh-explain
+#
+#   make run-example   build the plugin and explain the bundled Bookinfo example (no cluster needed)
+#   make test          every test: unit, golden, scenario and end-to-end (real kube-apiserver + etcd)
+#   make conformance   compare the engines with Istio's own control-plane code (separate module)
+#   make bench         performance benchmark against a real kube-apiserver
+#   make golden        rewrite golden files (review the diff)
+
+GO      ?= go
+BIN     := bin/kubectl-mesh_explain
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X github.com/mesh-explain/kubectl-mesh-explain/pkg/cli.Version=$(VERSION)
+
+.PHONY: build run-example test unit e2e conformance conformance-update golden bench verify clean
+
+build:
+	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/kubectl-mesh_explain
+
+run-example: build
+	./$(BIN) cluster reviews -n bookinfo --from pod/productpage-v1 -f testdata/examples/bookinfo
+	./$(BIN) authz pod/a -n foo -f testdata/examples/ambient
+
+test: verify unit e2e
+
+unit:
+	$(GO) test -count=1 ./...
+
+e2e:
+	hack/kube-env.sh install
+	MESH_EXPLAIN_E2E=1 $(GO) test -count=1 -timeout 40m ./e2e/...
+
+conformance:
+	cd conformance && $(GO) test -count=1 -timeout 60m ./...
+
+conformance-update:
+	cd conformance && $(GO) test -count=1 -timeout 60m ./... -run 'TestScenarios' -args -update
+
+golden:
+	UPDATE_GOLDEN=1 $(GO) test -count=1 ./pkg/...
+
+bench:
+	hack/bench.sh
+
+verify:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
+	hack/verify-imports.sh
+
+clean:
+	rm -rf bin dist
