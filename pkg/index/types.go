@@ -1,12 +1,3 @@
-// Package index is the lookup layer over a model.Snapshot for the cluster engine: services by
-// host (Kubernetes Services and ServiceEntries, with ports, resolution and endpoints), the
-// client proxy, the services in a proxy's scope, DestinationRule selection and merging exactly as
-// istiod's PushContext does it, and VirtualService subset references.
-//
-// It owns: the registry view (Service, Port, Endpoint), Proxy, ConsolidatedRule, Selection.
-// It may import: model, explain, provenance, istio.io/api and client-go types, k8s.io/api types.
-// It must not import cli, render, source, engines, cobra, lipgloss or client-go clients.
-// Reference: shared/spec/cluster.md §1–§2 and §7; istio.io/istio pilot/pkg/model wins on conflicts.
 package index
 
 import (
@@ -41,6 +32,9 @@ type Port struct {
 	Number     uint32
 	Protocol   Protocol
 	TargetPort uint32
+	// TargetPortName is a named Kubernetes targetPort (resolved per pod through its container
+	// ports); TargetPort is 0 then.
+	TargetPortName string
 }
 
 // Endpoint is one endpoint of a service port (a Pod, a WorkloadEntry, or a ServiceEntry endpoint).
@@ -54,6 +48,9 @@ type Endpoint struct {
 	ServiceAccount string
 	// TLSModeIstio is true when the workload has `security.istio.io/tlsMode: istio`.
 	TLSModeIstio bool
+	// TLSMode is the workload's `security.istio.io/tlsMode` label, "disabled" when absent (a
+	// WorkloadEntry with a serviceAccount and no label is "istio"), as istiod records it.
+	TLSMode string
 	// Locality is `region/zone/subzone`.
 	Locality string
 	Weight   uint32
@@ -87,6 +84,23 @@ type Service struct {
 	// ExportTo of the Service or ServiceEntry (empty: MeshConfig defaultServiceExportTo).
 	ExportTo     []string
 	CreationTime time.Time
+
+	// Selector is the Kubernetes spec.selector or the ServiceEntry workloadSelector labels.
+	Selector map[string]string
+	// ExternalName is the target of a Kubernetes ExternalName Service (Resolution Alias).
+	ExternalName string
+	// EndpointsUnknown is true for a Kubernetes Service without a selector: its endpoints come
+	// from EndpointSlices managed by hand, which the snapshot does not carry.
+	EndpointsUnknown bool
+	// TrafficDistribution is istiod's traffic distribution for the service
+	// (model.GetTrafficDistribution): "" (any), "PreferSameZone" or "PreferSameNode", from
+	// spec.trafficDistribution, else the networking.istio.io/traffic-distribution annotation of
+	// the Service or ServiceEntry, else of its namespace.
+	TrafficDistribution string
+	// Sources lists every Service and ServiceEntry that defines this hostname in this namespace,
+	// in istiod's order (creation time). istiod keys endpoints and identities by hostname and
+	// namespace, so Endpoints and ServiceAccounts cover all of them.
+	Sources []provenance.Ref
 }
 
 // Proxy is the client proxy clusters are generated for (a sidecar).
@@ -117,6 +131,11 @@ type ConsolidatedRule struct {
 	TrafficPolicyFrom *provenance.Ref
 	// SubsetFrom is parallel to Spec.Subsets: the DestinationRule that defined each subset.
 	SubsetFrom []provenance.Ref
+	// ExportTo is the effective exportTo set istiod keyed the entry by (sorted; forced to "."
+	// for a rule with a workloadSelector).
+	ExportTo []string
+	// WorkloadSelector is the primary rule's workloadSelector labels (nil: none).
+	WorkloadSelector map[string]string
 }
 
 // Selection is the outcome of DestinationRule lookup for one proxy and one service.
@@ -127,4 +146,7 @@ type Selection struct {
 	Step string
 	// Diagnostics about rules that do not apply or were shadowed (D2–D6, D11–D13, D31).
 	Diagnostics []explain.Diagnostic
+	// Candidates are all entries istiod's lookup returned at Step, in its order (Rule is one of
+	// them, picked by SidecarScope.DestinationRule).
+	Candidates []*ConsolidatedRule
 }

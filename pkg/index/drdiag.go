@@ -1,0 +1,354 @@
+package index
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
+)
+
+// sortDiagnostics orders diagnostics by severity, then ID, then message (R9).
+func sortDiagnostics(ds []explain.Diagnostic) {
+	slices.SortStableFunc(ds, func(a, b explain.Diagnostic) int {
+		return cmp.Or(cmp.Compare(a.Severity.Rank(), b.Severity.Rank()), cmp.Compare(idNumber(a.ID), idNumber(b.ID)),
+			strings.Compare(a.ID, b.ID), strings.Compare(a.Message, b.Message))
+	})
+}
+
+func idNumber(id string) int {
+	n := 0
+	for _, c := range strings.TrimLeft(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") {
+		if c < '0' || c > '9' {
+			break
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
+
+func refsOf(ds []*drInfo) []provenance.Ref {
+	out := make([]provenance.Ref, 0, len(ds))
+	for _, d := range ds {
+		out = append(out, d.ref)
+	}
+	return out
+}
+
+func entryName(e *drEntry) string {
+	if len(e.from) == 1 {
+		return e.primary.ref.String()
+	}
+	names := make([]string, 0, len(e.from))
+	for _, d := range e.from {
+		names = append(names, d.ns+"/"+d.obj.Name)
+	}
+	return "DestinationRule " + strings.Join(names, " + ")
+}
+
+func entriesName(es []*drEntry) string {
+	names := make([]string, 0, len(es))
+	for _, e := range es {
+		names = append(names, entryName(e))
+	}
+	return strings.Join(names, ", ")
+}
+
+func entryDRs(es []*drEntry) []*drInfo {
+	var out []*drInfo
+	for _, e := range es {
+		for _, d := range e.from {
+			if !slices.Contains(out, d) {
+				out = append(out, d)
+			}
+		}
+	}
+	return out
+}
+
+func exportSetText(set map[string]bool) string {
+	if len(set) == 0 {
+		return "none"
+	}
+	return strings.Join(sortedKeys(set), ",")
+}
+
+// selectionDiagnostics explains the DestinationRules for the service's host that do not apply
+// to the proxy (D2–D6, D13, D31), and what merging dropped from the one that does (D11, D12).
+func (ix *Index) selectionDiagnostics(p *Proxy, svc *Service, list []*drEntry, step int, chosen *drEntry) []explain.Diagnostic {
+	var out []explain.Diagnostic
+	handled := map[*drInfo]bool{}
+	host := svc.Hostname
+
+	if chosen != nil {
+		for _, ds := range chosen.dupSubsets {
+			out = append(out, explain.Diagnostic{
+				ID: "D11", Severity: explain.SeverityWarning, Resources: []provenance.Ref{ds.dropped.ref, ds.kept.ref},
+				Message: fmt.Sprintf("subset %q of %s is dropped: %s, merged before it, already defines a subset with that name", ds.name, ds.dropped.ref, ds.kept.ref),
+				Fix:     fmt.Sprintf("rename or remove subset %q in %s or %s", ds.name, ds.dropped.ref, ds.kept.ref),
+			})
+		}
+		for _, d := range chosen.ignoredTP {
+			used := chosen.primary
+			if chosen.tpFrom != nil {
+				used = chosen.tpFrom
+			}
+			out = append(out, explain.Diagnostic{
+				ID: "D12", Severity: explain.SeverityWarning, Resources: []provenance.Ref{d.ref, used.ref},
+				Message: fmt.Sprintf("spec.trafficPolicy of %s is ignored: the rule is merged into %s, and istiod keeps the trafficPolicy of %s whole (top-level policies are never merged field by field)",
+					d.ref, chosen.primary.ref, used.ref),
+				Fix: fmt.Sprintf("move the settings of %s into spec.trafficPolicy of %s, or into subsets", d.ref, used.ref),
+			})
+		}
+		if chosen.primary.hasSelector {
+			// D31: a plain rule of the same namespace that was not merged into the selector rule.
+			for _, e := range list {
+				if e.primary.hasSelector {
+					continue
+				}
+				var missed []*drInfo
+				for _, d := range e.from {
+					if !chosen.has(d) {
+						missed = append(missed, d)
+					}
+				}
+				if len(missed) == 0 {
+					continue
+				}
+				for _, d := range missed {
+					handled[d] = true
+					out = append(out, explain.Diagnostic{
+						ID: "D31", Severity: explain.SeverityWarning, Resources: []provenance.Ref{chosen.primary.ref, d.ref},
+						Message: fmt.Sprintf("%s has a workloadSelector that matches this proxy and does not inherit %s (no workloadSelector, exportTo: %s): istiod merges a plain rule into workloadSelector rules only when its exportTo contains \".\", so this proxy gets none of its subsets or trafficPolicy",
+							chosen.primary.ref, d.ref, d.exportToText()),
+						Fix: fmt.Sprintf("add . to spec.exportTo of %s, or copy the subsets and trafficPolicy it needs into %s", d.ref, chosen.primary.ref),
+					})
+				}
+			}
+		} else {
+			// D13: selector-less entries of the same host that were kept apart.
+			for _, e := range list {
+				if e == chosen || e.primary.hasSelector {
+					continue
+				}
+				for _, d := range e.from {
+					if chosen.has(d) || handled[d] {
+						continue
+					}
+					handled[d] = true
+					out = append(out, explain.Diagnostic{
+						ID: "D13", Severity: explain.SeverityWarning, Resources: []provenance.Ref{d.ref, chosen.primary.ref},
+						Message: fmt.Sprintf("%s and %s for host %s are not merged because their exportTo differ (%s vs %s): this proxy sees both and uses only the later one, %s",
+							d.ref, entryName(chosen), d.host, exportSetText(e.exportTo), exportSetText(chosen.exportTo), entryName(chosen)),
+						Fix: fmt.Sprintf("give %s and %s the same spec.exportTo so istiod merges them, or combine them into one DestinationRule", d.ref, chosen.primary.ref),
+					})
+				}
+			}
+		}
+	}
+
+	if chosen == nil && len(list) > 0 {
+		// D5: only workloadSelector rules at the first step, and none selects the proxy.
+		fallback, fstep := ix.lookupAfterClient(p.Namespace, svc.Namespace, host)
+		selectorDRs := entryDRs(list)
+		for _, d := range selectorDRs {
+			handled[d] = true
+		}
+		resources := refsOf(selectorDRs)
+		msg := fmt.Sprintf("%s for %s in namespace %s only applies to workloads its workloadSelector selects, and this proxy (labels %s) is not one of them: because the namespace has DestinationRules for the host, istiod does not look in the service or root namespace, and the proxy gets no DestinationRule",
+			entriesName(list), host, p.Namespace, formatLabels(p.Labels))
+		if len(fallback) > 0 {
+			fb := pick(fallback, p)
+			if fb != nil {
+				for _, d := range fb.from {
+					handled[d] = true
+					resources = append(resources, d.ref)
+				}
+				msg += fmt.Sprintf(" (%s in the %s would apply otherwise)", entryName(fb), stepName(fstep))
+			}
+		}
+		fix := fmt.Sprintf("add a DestinationRule without workloadSelector for %s in namespace %s (it applies when no selector matches), or make a workloadSelector match the proxy", host, p.Namespace)
+		for _, d := range selectorDRs {
+			if d.hasSelector {
+				continue
+			}
+			// [code-derived] mergeDestinationRule: equal exportTo sets ({"."}) merge the plain
+			// rule into the selector rule and never append it on its own.
+			msg += fmt.Sprintf("; %s has no workloadSelector but was merged only into the workloadSelector rule, because both have exportTo \".\"", d.ref)
+			fix = fmt.Sprintf("remove spec.exportTo from %s (or list the namespace by name) so istiod keeps it as a rule of its own, or make a workloadSelector match the proxy", d.ref)
+		}
+		out = append(out, explain.Diagnostic{ID: "D5", Severity: explain.SeverityError, Resources: resources, Message: msg, Fix: fix})
+	}
+
+	for _, d := range ix.drs {
+		if !wildcardCovers(d.host, host) || handled[d] || (chosen != nil && chosen.has(d)) {
+			continue
+		}
+		if diag, ok := ix.whyNot(p, svc, d, list, step, chosen); ok {
+			out = append(out, diag)
+		}
+	}
+	sortDiagnostics(out)
+	return out
+}
+
+// lookupAfterClient is the rest of the lookup after the client namespace (steps 2 and 3).
+func (ix *Index) lookupAfterClient(clientNs, svcNs, host string) ([]*drEntry, int) {
+	if svcNs != "" {
+		if out := ix.exportedFrom(svcNs, host, clientNs); len(out) > 0 {
+			return out, 2
+		}
+	}
+	if out := ix.exportedFrom(ix.root, host, clientNs); len(out) > 0 {
+		return out, 3
+	}
+	return nil, 0
+}
+
+func (ix *Index) selectsAnyWorkload(ns string, sel map[string]string) bool {
+	for _, w := range ix.workloads[ns] {
+		if labelsSubsetOf(sel, w.labels) {
+			return true
+		}
+	}
+	return false
+}
+
+// winnerText names what the proxy uses instead.
+func winnerText(chosen *drEntry, step int) string {
+	if chosen == nil {
+		return "no DestinationRule"
+	}
+	return fmt.Sprintf("%s, found first in the %s", entryName(chosen), stepName(step))
+}
+
+// whyNot classifies one DestinationRule for the host that does not apply to the proxy.
+func (ix *Index) whyNot(p *Proxy, svc *Service, d *drInfo, list []*drEntry, step int, chosen *drEntry) (explain.Diagnostic, bool) {
+	c, s, root, host := p.Namespace, svc.Namespace, ix.root, svc.Hostname
+	diag := func(id string, sev explain.Severity, msg, fix string, extra ...provenance.Ref) (explain.Diagnostic, bool) {
+		return explain.Diagnostic{ID: id, Severity: sev, Message: msg, Fix: fix, Resources: append([]provenance.Ref{d.ref}, extra...)}, true
+	}
+	chosenRefs := func() []provenance.Ref {
+		if chosen == nil {
+			return nil
+		}
+		return []provenance.Ref{chosen.primary.ref}
+	}
+
+	if d.ns != c && d.ns != s && d.ns != root {
+		return diag("D2", explain.SeverityError,
+			fmt.Sprintf("%s (host %s) is never consulted for this proxy: istiod looks for DestinationRules of %s only in the client namespace %s, the service namespace %s and the root namespace %s",
+				d.ref, d.host, host, c, s, root),
+			fmt.Sprintf("move %s to namespace %s (with exportTo including %s) or to %s", d.ref, s, c, root))
+	}
+	if d.hasSelector && d.ns != c {
+		return diag("D6", explain.SeverityWarning,
+			fmt.Sprintf("%s has a workloadSelector (%s), so it is never exported: it applies only to proxies in namespace %s, and this proxy is in %s",
+				d.ref, formatLabels(d.selector), d.ns, c),
+			fmt.Sprintf("create the rule in namespace %s, or remove spec.workloadSelector from %s", c, d.ref))
+	}
+
+	// Step 1: the client namespace's local index (the root namespace's private index for a
+	// proxy in the root namespace).
+	t1 := ix.drIx.local[c]
+	in1 := c != root && d.ns == c && d.inLocal
+	if c == root {
+		t1 = ix.drIx.rootLocal
+		in1 = d.ns == root && d.privateOnly
+	}
+	if in1 {
+		mh, l1, _ := t1.match(host)
+		if mh != d.host {
+			return diag("D4", explain.SeverityError,
+				fmt.Sprintf("%s (host %s) is shadowed by %s (host %s) in namespace %s: istiod uses only the most specific host within a namespace and does not fall back to less specific ones",
+					d.ref, d.host, entriesName(l1), mh, d.ns),
+				fmt.Sprintf("move the settings of %s into %s, or remove the more specific rule", d.ref, entriesName(l1)),
+				refsOf(entryDRs(l1))...)
+		}
+		if d.hasSelector {
+			if !labelsSubsetOf(d.selector, p.Labels) {
+				msg := fmt.Sprintf("%s selects workloads with %s, which does not match this proxy's labels (%s)", d.ref, formatLabels(d.selector), formatLabels(p.Labels))
+				if !ix.selectsAnyWorkload(d.ns, d.selector) {
+					msg += fmt.Sprintf("; it selects no workload in namespace %s", d.ns)
+				}
+				return diag("D6", explain.SeverityWarning, msg,
+					fmt.Sprintf("change spec.workloadSelector.matchLabels of %s to labels the intended workloads have", d.ref))
+			}
+			return diag("D4", explain.SeverityError,
+				fmt.Sprintf("%s selects this proxy too, but %s comes first (workloadSelector rules are ordered by creation time) and is used", d.ref, entryNameOr(chosen, "another rule")),
+				fmt.Sprintf("merge %s into %s, or narrow its spec.workloadSelector", d.ref, entryNameOr(chosen, "the rule used")), chosenRefs()...)
+		}
+		return diag("D4", explain.SeverityError,
+			fmt.Sprintf("%s is not used by this proxy: it uses %s", d.ref, winnerText(chosen, step)),
+			fmt.Sprintf("move the settings of %s into %s", d.ref, entryNameOr(chosen, "a rule this proxy uses")), chosenRefs()...)
+	}
+	if d.ns == c && c != root && !d.inLocal {
+		return diag("D3", explain.SeverityError,
+			fmt.Sprintf("%s exports only to %s, which does not include its own namespace (. or %s), so it does not apply to proxies in %s", d.ref, d.exportToText(), d.ns, c),
+			fmt.Sprintf("add . to spec.exportTo of %s", d.ref))
+	}
+	if d.ns == root && c != root && d.privateOnly && d.ns != s {
+		return diag("D3", explain.SeverityError,
+			fmt.Sprintf("%s is private to the root namespace %s (%s): such rules apply only to proxies in %s, not to proxies in %s",
+				d.ref, root, ix.privateReason(d), root, c),
+			fmt.Sprintf("set spec.exportTo of %s to * or add %s to it", d.ref, c))
+	}
+	// Steps 2 and 3: exported rules of the service namespace, then of the root namespace.
+	dstep := 3
+	if d.ns == s {
+		dstep = 2
+	}
+	if d.privateOnly {
+		return diag("D3", explain.SeverityError,
+			fmt.Sprintf("%s is private to namespace %s (%s), so it does not apply to proxies in %s", d.ref, d.ns, ix.privateReason(d), c),
+			fmt.Sprintf("add %s to spec.exportTo of %s", c, d.ref))
+	}
+	mh, l, _ := ix.drIx.exported[d.ns].match(host)
+	if mh != d.host {
+		msg := fmt.Sprintf("%s (host %s) is shadowed by %s (host %s) in namespace %s: istiod uses only the most specific host within a namespace and does not fall back to less specific ones",
+			d.ref, d.host, entriesName(l), mh, d.ns)
+		exported := false
+		for _, e := range l {
+			if exportedTo(e.exportTo, c) {
+				exported = true
+			}
+		}
+		if !exported {
+			msg += fmt.Sprintf("; that rule is not exported to %s either, so namespace %s gives this proxy nothing", c, d.ns)
+		}
+		return diag("D4", explain.SeverityError, msg,
+			fmt.Sprintf("move the settings of %s into %s, or remove the more specific rule", d.ref, entriesName(l)), refsOf(entryDRs(l))...)
+	}
+	for _, e := range l {
+		if e.has(d) && !exportedTo(e.exportTo, c) {
+			return diag("D3", explain.SeverityError,
+				fmt.Sprintf("%s is not visible from namespace %s (exportTo: %s)", d.ref, c, d.exportToText()),
+				fmt.Sprintf("add %s to spec.exportTo of %s", c, d.ref))
+		}
+	}
+	if step != 0 && step < dstep {
+		return diag("D4", explain.SeverityError,
+			fmt.Sprintf("%s (in the %s) is shadowed by %s: istiod stops at the first namespace that has a rule for %s and nothing is inherited from later ones",
+				d.ref, stepName(dstep), winnerText(chosen, step), host),
+			fmt.Sprintf("move the settings of %s into %s, or remove that rule if %s should apply", d.ref, entryNameOr(chosen, "the rule found first"), d.ref), chosenRefs()...)
+	}
+	return diag("D4", explain.SeverityError,
+		fmt.Sprintf("%s is not used by this proxy: it uses %s", d.ref, winnerText(chosen, step)),
+		fmt.Sprintf("move the settings of %s into %s", d.ref, entryNameOr(chosen, "a rule this proxy uses")), chosenRefs()...)
+}
+
+func entryNameOr(e *drEntry, alt string) string {
+	if e == nil {
+		return alt
+	}
+	return e.primary.ref.String()
+}
+
+func (ix *Index) privateReason(d *drInfo) string {
+	if len(d.exportTo) == 0 {
+		return "no exportTo, and MeshConfig defaultDestinationRuleExportTo contains ."
+	}
+	return "exportTo: " + d.exportToText()
+}

@@ -1,0 +1,185 @@
+package index
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
+)
+
+// HostDiagnostics are the findings about svc itself for the rule selected for the proxy: D1 for
+// DestinationRules that look meant for svc but whose host matches no service (`name.ns`,
+// `name.ns.svc`, a short name resolved in another namespace, a near miss), D28 for a rule on an
+// ExternalName alias, D18 for a DNS service port without endpoints (istiod drops its cluster)
+// and D17 for subsets whose labels select no endpoint.
+func (ix *Index) HostDiagnostics(p *Proxy, svc *Service, sel Selection) []explain.Diagnostic {
+	if svc == nil {
+		return nil
+	}
+	var out []explain.Diagnostic
+	for _, d := range ix.drs {
+		if ix.hostHasService(d.host) {
+			continue
+		}
+		if why, ok := typoOf(d, svc); ok {
+			out = append(out, explain.Diagnostic{
+				ID: "D1", Severity: explain.SeverityError, Resources: []provenance.Ref{d.ref},
+				Message: fmt.Sprintf("%s host %q matches no service: %s, so it does not apply to %s", d.ref, d.obj.Spec.GetHost(), why, svc.Hostname),
+				Fix:     fmt.Sprintf("set spec.host of %s to %s", d.ref, svc.Hostname),
+			})
+		}
+	}
+	if svc.Resolution == Alias {
+		for _, d := range ix.drs {
+			if d.host != svc.Hostname {
+				continue
+			}
+			out = append(out, explain.Diagnostic{
+				ID: "D28", Severity: explain.SeverityWarning, Resources: []provenance.Ref{d.ref, svc.Ref},
+				Message: fmt.Sprintf("%s is for %s, an ExternalName alias of %s: istiod builds no cluster for an alias, so the rule has no effect; traffic uses the clusters and DestinationRule of %s",
+					d.ref, svc.Hostname, svc.ExternalName, svc.ExternalName),
+				Fix: fmt.Sprintf("set spec.host of %s to %s", d.ref, svc.ExternalName),
+			})
+		}
+		sortDiagnostics(out)
+		return out
+	}
+	dns := svc.Resolution == DNSLB || svc.Resolution == DNSRoundRobinLB
+	if dns {
+		for _, port := range svc.Ports {
+			if port.Protocol == protocolUDP || len(svc.Endpoints[port.Number]) > 0 {
+				continue
+			}
+			why := "it has no endpoint for the port"
+			fix := fmt.Sprintf("add spec.endpoints to %s, or a workloadSelector that selects workloads", svc.Ref)
+			if svc.Selector != nil {
+				why = fmt.Sprintf("its workloadSelector (%s) selects no pod or WorkloadEntry in namespace %s", formatLabels(svc.Selector), svc.Namespace)
+				fix = fmt.Sprintf("change spec.workloadSelector of %s to labels of existing workloads, or remove it so the host itself is resolved", svc.Ref)
+			}
+			out = append(out, explain.Diagnostic{
+				ID: "D18", Severity: explain.SeverityError, Resources: []provenance.Ref{svc.Ref},
+				Message: fmt.Sprintf("%s is resolved by DNS and %s: istiod drops cluster outbound|%d||%s (a DNS cluster without endpoints is not sent)",
+					svc.Ref, why, port.Number, svc.Hostname),
+				Fix: fix,
+			})
+		}
+	}
+	if sel.Rule != nil && !svc.EndpointsUnknown {
+		for i, s := range sel.Rule.Spec.GetSubsets() {
+			if len(s.GetLabels()) == 0 {
+				continue
+			}
+			var empty, all []string
+			for _, port := range svc.Ports {
+				if port.Protocol == protocolUDP {
+					continue
+				}
+				all = append(all, fmt.Sprint(port.Number))
+				found := false
+				for _, ep := range svc.Endpoints[port.Number] {
+					if labelsSubsetOf(s.GetLabels(), ep.Labels) {
+						found = true
+						break
+					}
+				}
+				if !found {
+					empty = append(empty, fmt.Sprint(port.Number))
+				}
+			}
+			if len(empty) == 0 {
+				continue
+			}
+			from := sel.Rule.Primary
+			if i < len(sel.Rule.SubsetFrom) {
+				from = sel.Rule.SubsetFrom[i]
+			}
+			where := "no endpoint of " + svc.Hostname
+			if len(empty) < len(all) {
+				where += " on port " + strings.Join(empty, ",")
+			}
+			effect := "its clusters have no endpoints and requests routed to it fail with 503 UH"
+			if dns {
+				effect = "istiod does not generate its clusters at all (a DNS subset cluster is filtered by the subset labels)"
+				if svc.Selector == nil && len(svc.Endpoints) > 0 && allUnlabelled(svc) {
+					effect += "; the endpoints of a DNS ServiceEntry without endpoints or workloadSelector have no labels"
+				}
+			}
+			out = append(out, explain.Diagnostic{
+				ID: "D17", Severity: explain.SeverityError, Resources: []provenance.Ref{from},
+				Message: fmt.Sprintf("subset %q of %s (labels %s) selects %s: %s", s.GetName(), from, formatLabels(s.GetLabels()), where, effect),
+				Fix:     fmt.Sprintf("change the labels of subset %q in %s to labels the endpoints of %s have", s.GetName(), from, svc.Hostname),
+			})
+		}
+	}
+	sortDiagnostics(out)
+	return out
+}
+
+func allUnlabelled(svc *Service) bool {
+	for _, eps := range svc.Endpoints {
+		for _, ep := range eps {
+			if len(ep.Labels) > 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// hostHasService reports whether a DestinationRule host reaches any registry service: an exact
+// hostname, or a wildcard covering one.
+func (ix *Index) hostHasService(host string) bool {
+	if _, ok := ix.groups[host]; ok {
+		return true
+	}
+	if !isWildcard(host) {
+		return false
+	}
+	for h := range ix.groups {
+		if wildcardCovers(host, h) {
+			return true
+		}
+	}
+	return false
+}
+
+// typoOf says why a DestinationRule whose host matches nothing was probably meant for svc.
+func typoOf(d *drInfo, svc *Service) (string, bool) {
+	raw := d.obj.Spec.GetHost()
+	if raw == "" || isWildcard(raw) {
+		return "", false
+	}
+	if strings.Contains(raw, ".") && strings.HasPrefix(svc.Hostname, d.host+".") {
+		return "a host with a dot is taken literally (only a name without dots is expanded to <name>.<namespace>.svc." + DomainSuffix + ")", true
+	}
+	if !strings.Contains(raw, ".") && svc.Kubernetes && raw == svc.Name && d.ns != svc.Namespace {
+		return fmt.Sprintf("a short name is expanded in the rule's own namespace, to %s", d.host), true
+	}
+	if limit := 2; levenshtein(d.host, svc.Hostname) <= limit {
+		return "it differs from the service's host by a few characters", true
+	}
+	return "", false
+}
+
+// UnmatchedDestinationRules lists every DestinationRule whose host matches no Service or
+// ServiceEntry (D1), whatever the queried host.
+func (ix *Index) UnmatchedDestinationRules() []explain.Diagnostic {
+	var out []explain.Diagnostic
+	for _, d := range ix.drs {
+		if d.host == "" || ix.hostHasService(d.host) {
+			continue
+		}
+		msg := fmt.Sprintf("%s host %q matches no service", d.ref, d.obj.Spec.GetHost())
+		if d.obj.Spec.GetHost() != d.host {
+			msg += fmt.Sprintf(" (a short name is expanded in the rule's own namespace, to %s)", d.host)
+		}
+		fix := fmt.Sprintf("set spec.host of %s to the full hostname of an existing Service or ServiceEntry", d.ref)
+		if s := ix.suggestHosts(d.host, d.ns); strings.HasPrefix(s, "did you mean") {
+			fix += " (" + s + ")"
+		}
+		out = append(out, explain.Diagnostic{ID: "D1", Severity: explain.SeverityError, Resources: []provenance.Ref{d.ref}, Message: msg, Fix: fix})
+	}
+	sortDiagnostics(out)
+	return out
+}

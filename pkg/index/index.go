@@ -1,0 +1,258 @@
+package index
+
+import (
+	"net/netip"
+	"sort"
+	"strings"
+
+	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
+)
+
+// DomainSuffix is the cluster domain istiod appends to Kubernetes Service names
+// (`<name>.<ns>.svc.<domain>`); istiod's default, which this tool assumes.
+const DomainSuffix = "cluster.local"
+
+// ClusterID is istiod's default cluster name (features.ClusterName), written into the
+// `topology.istio.io/cluster` label of every endpoint.
+const ClusterID = "Kubernetes"
+
+// Index is the read-only lookup layer over one Snapshot. Build it once; every method is safe to
+// call many times and never changes the snapshot.
+type Index struct {
+	snap *model.Snapshot
+	root string
+
+	// services are the registry services (one per Kubernetes Service and per ServiceEntry host),
+	// sorted as istiod's SortServicesByCreationTime sorts them.
+	services []*regService
+	// groups are the services by hostname, then namespace: istiod's
+	// ServiceIndex.HostnameAndNamespace plus the merged view of every definition.
+	groups map[string]map[string]*serviceGroup
+	// public and exportedTo are istiod's ServiceIndex.public and exportedToNamespace.
+	public     []*regService
+	exportedTo map[string][]*regService
+	// workloads are the pods and WorkloadEntries by namespace, for label selection.
+	workloads map[string][]*workload
+	// workloadByRef finds the workload behind an endpoint.
+	workloadByRef map[provenance.Ref]*workload
+
+	drs  []*drInfo
+	drIx drIndex
+
+	vss []*vsInfo
+
+	peerAuthn *peerAuthnIndex
+}
+
+// Build indexes snap. It never fails: objects it cannot interpret are skipped the way istiod
+// skips them, and the diagnostics say so where it matters.
+func Build(snap *model.Snapshot) *Index {
+	if snap == nil {
+		snap = &model.Snapshot{}
+	}
+	ix := &Index{snap: snap, root: snap.RootNamespace()}
+	ix.buildWorkloads()
+	ix.buildServices()
+	ix.buildDestinationRules()
+	ix.buildVirtualServices()
+	ix.buildPeerAuthentications()
+	return ix
+}
+
+// Snapshot returns the snapshot the index was built from.
+func (ix *Index) Snapshot() *model.Snapshot { return ix.snap }
+
+// RootNamespace is MeshConfig rootNamespace (default istio-system).
+func (ix *Index) RootNamespace() string { return ix.root }
+
+// TrustDomain is MeshConfig trustDomain, default cluster.local.
+func (ix *Index) TrustDomain() string {
+	if td := ix.snap.MeshConfig.GetTrustDomain(); td != "" {
+		return td
+	}
+	return "cluster.local"
+}
+
+// spiffeID is spiffe.MustGenSpiffeURIForTrustDomain: `spiffe://<td>/ns/<ns>/sa/<sa>`.
+func spiffeID(trustDomain, ns, sa string) string {
+	return "spiffe://" + trustDomain + "/ns/" + ns + "/sa/" + sa
+}
+
+// resolveShortname is model.ResolveShortnameToFQDN (pilot/pkg/model/config.go): `*` and IP
+// addresses stay as they are, a name with a dot is taken literally, and only a name without any
+// dot is expanded in the namespace of the object that names it.
+func resolveShortname(h, namespace string) string {
+	if h == "" || h == "*" {
+		return h
+	}
+	if _, err := netip.ParseAddr(h); err == nil {
+		return h
+	}
+	if !strings.Contains(h, ".") {
+		out := h
+		if namespace != "" {
+			out += "." + namespace
+		}
+		return out + ".svc." + DomainSuffix
+	}
+	return h
+}
+
+// isWildcard is host.Name.IsWildCarded.
+func isWildcard(h string) bool { return strings.HasPrefix(h, "*") }
+
+// hostSubsetOf is host.Name.SubsetOf (pkg/config/host/name.go): n is covered by o.
+func hostSubsetOf(n, o string) bool {
+	nw, ow := isWildcard(n), isWildcard(o)
+	switch {
+	case nw && ow:
+		if len(n) < len(o) {
+			return false
+		}
+		return strings.HasSuffix(n[1:], o[1:])
+	case nw:
+		return false
+	case ow:
+		return strings.HasSuffix(n, o[1:])
+	default:
+		return n == o
+	}
+}
+
+// hostMatches is host.Name.Matches: the two hosts overlap in either direction.
+func hostMatches(n, o string) bool {
+	nw, ow := isWildcard(n), isWildcard(o)
+	switch {
+	case nw && ow:
+		if len(n) < len(o) {
+			return strings.HasSuffix(o[1:], n[1:])
+		}
+		return strings.HasSuffix(n[1:], o[1:])
+	case nw:
+		return strings.HasSuffix(o, n[1:])
+	case ow:
+		return strings.HasSuffix(n, o[1:])
+	default:
+		return n == o
+	}
+}
+
+// moreSpecific is host.MoreSpecific: non-wildcard before wildcard, longer before shorter, then
+// lexicographic.
+func moreSpecific(a, b string) bool {
+	aw, bw := isWildcard(a), isWildcard(b)
+	if aw && !bw {
+		return false
+	}
+	if !aw && bw {
+		return true
+	}
+	if len(a) == len(b) {
+		return a < b
+	}
+	return len(a) > len(b)
+}
+
+// mostSpecificHostMatch is model.MostSpecificHostMatch (pilot/pkg/model/config.go): an exact key
+// first, otherwise the most specific wildcard key whose suffix covers needle. For a wildcard
+// needle only wildcard keys are considered.
+func mostSpecificHostMatch[V any](needle string, specific, wildcard map[string]V) (string, V, bool) {
+	var zero V
+	suffixOf := needle
+	if isWildcard(needle) {
+		if v, ok := wildcard[needle]; ok {
+			return needle, v, true
+		}
+		suffixOf = needle[1:]
+	} else if v, ok := specific[needle]; ok {
+		return needle, v, true
+	}
+	found := false
+	var match string
+	for h := range wildcard {
+		if !strings.HasSuffix(suffixOf, h[1:]) {
+			continue
+		}
+		if !found || moreSpecific(h, match) {
+			match, found = h, true
+		}
+	}
+	if !found {
+		return "", zero, false
+	}
+	return match, wildcard[match], true
+}
+
+// wildcardCovers reports whether a rule host (exact or wildcard) can be returned by
+// mostSpecificHostMatch for needle.
+func wildcardCovers(ruleHost, needle string) bool {
+	if ruleHost == needle {
+		return true
+	}
+	if !isWildcard(ruleHost) {
+		return false
+	}
+	if isWildcard(needle) {
+		return strings.HasSuffix(needle[1:], ruleHost[1:])
+	}
+	return strings.HasSuffix(needle, ruleHost[1:])
+}
+
+// labelsSubsetOf is labels.Instance.SubsetOf: every key of sel is in l with the same value. An
+// empty selector selects everything.
+func labelsSubsetOf(sel, l map[string]string) bool {
+	for k, v := range sel {
+		if got, ok := l[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// formatLabels prints labels as `a=b,c=d` (sorted), or `{}` when empty.
+func formatLabels(l map[string]string) string {
+	if len(l) == 0 {
+		return "{}"
+	}
+	parts := make([]string, 0, len(l))
+	for _, k := range sortedKeys(l) {
+		parts = append(parts, k+"="+l[k])
+	}
+	return strings.Join(parts, ",")
+}
+
+func sidecarRef(sc *networkingv1.Sidecar) provenance.Ref {
+	return provenance.Ref{Kind: "Sidecar", Namespace: sc.Namespace, Name: sc.Name}
+}
+
+func drRef(dr *networkingv1.DestinationRule) provenance.Ref {
+	return provenance.Ref{Kind: "DestinationRule", Namespace: dr.Namespace, Name: dr.Name}
+}
+
+func vsRef(vs *networkingv1.VirtualService) provenance.Ref {
+	return provenance.Ref{Kind: "VirtualService", Namespace: vs.Namespace, Name: vs.Name}
+}

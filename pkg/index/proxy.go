@@ -1,0 +1,92 @@
+package index
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
+)
+
+// Proxy resolves the client proxy clusters are generated for. kind "pod" is the sidecar of pod
+// namespace/name: its namespace is the config namespace, its labels select Sidecars and
+// workloadSelector DestinationRules, its status.podIPs decide the DNS lookup family. kind
+// "namespace" or "" is a sidecar without labels in namespace (name is ignored). A pod that is not
+// in the snapshot gives an *explain.NotFoundError naming the nearest pods.
+func (ix *Index) Proxy(kind, namespace, name string) (*Proxy, error) {
+	switch kind {
+	case "", "namespace":
+		if namespace == "" {
+			namespace = "default"
+		}
+		return &Proxy{Namespace: namespace, Description: "sidecar in namespace " + namespace}, nil
+	case "pod":
+	default:
+		return nil, &explain.InvalidQueryError{Message: fmt.Sprintf("unknown proxy kind %q (use pod or namespace)", kind)}
+	}
+	if namespace == "" {
+		namespace = "default"
+	}
+	for _, pod := range ix.snap.Pods {
+		if pod.Namespace != namespace || pod.Name != name {
+			continue
+		}
+		ref := provenance.Ref{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name}
+		p := &Proxy{
+			Namespace:   pod.Namespace,
+			Labels:      pod.Labels,
+			Pod:         &ref,
+			Locality:    podLocality(pod.Labels),
+			Description: fmt.Sprintf("sidecar of pod %s/%s", pod.Namespace, pod.Name),
+		}
+		for _, ip := range pod.Status.PodIPs {
+			p.IPs = append(p.IPs, ip.IP)
+		}
+		if len(p.IPs) == 0 && pod.Status.PodIP != "" {
+			p.IPs = []string{pod.Status.PodIP}
+		}
+		return p, nil
+	}
+	return nil, &explain.NotFoundError{What: fmt.Sprintf("pod %s/%s", namespace, name), Hint: ix.suggestPods(namespace, name)}
+}
+
+func (ix *Index) suggestPods(namespace, name string) string {
+	type scored struct {
+		name  string
+		score int
+	}
+	var inNs []scored
+	var elsewhere []string
+	for _, pod := range ix.snap.Pods {
+		if pod.Namespace != namespace {
+			if pod.Name == name {
+				elsewhere = append(elsewhere, pod.Namespace+"/"+pod.Name)
+			}
+			continue
+		}
+		score := levenshtein(name, pod.Name)
+		if strings.HasPrefix(pod.Name, name) || strings.HasPrefix(name, pod.Name) {
+			score = 0
+		}
+		if score <= max(3, len(name)/3) {
+			inNs = append(inNs, scored{pod.Name, score})
+		}
+	}
+	switch {
+	case len(elsewhere) > 0:
+		return "a pod with that name is in " + strings.Join(elsewhere, ", ") + "; set the namespace"
+	case len(inNs) > 0:
+		slices.SortFunc(inNs, func(a, b scored) int { return cmp.Or(cmp.Compare(a.score, b.score), strings.Compare(a.name, b.name)) })
+		if len(inNs) > 3 {
+			inNs = inNs[:3]
+		}
+		names := make([]string, 0, len(inNs))
+		for _, s := range inNs {
+			names = append(names, namespace+"/"+s.name)
+		}
+		return "did you mean " + strings.Join(names, ", ") + "?"
+	}
+	return fmt.Sprintf("no pod in namespace %s has a similar name; use a namespace proxy if the pod is not part of the input", namespace)
+}

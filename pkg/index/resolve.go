@@ -1,0 +1,146 @@
+package index
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+)
+
+// ResolveHost turns the host a user typed into the registry services with that hostname, one per
+// namespace that defines it (sorted by namespace). It accepts a short name (resolved in
+// namespace, as kubectl would), `name.ns`, `name.ns.svc`, a full hostname, a ServiceEntry host
+// including a wildcard one, and a name that only a wildcard ServiceEntry host covers (the most
+// specific one is returned, as istiod builds clusters only for the wildcard host). When nothing
+// matches it returns an *explain.NotFoundError whose Hint names the nearest known hostnames.
+func (ix *Index) ResolveHost(host, namespace string) ([]*Service, error) {
+	h := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(host)), ".")
+	for _, cand := range hostCandidates(h, namespace) {
+		if byNs, ok := ix.groups[cand]; ok {
+			return ix.groupServices(byNs), nil
+		}
+	}
+	if !isWildcard(h) {
+		best := ""
+		for known := range ix.groups {
+			if isWildcard(known) && hostSubsetOf(h, known) && (best == "" || moreSpecific(known, best)) {
+				best = known
+			}
+		}
+		if best != "" {
+			return ix.groupServices(ix.groups[best]), nil
+		}
+	}
+	return nil, &explain.NotFoundError{
+		What: fmt.Sprintf("host %q", host),
+		Hint: ix.suggestHosts(h, namespace),
+	}
+}
+
+func (ix *Index) groupServices(byNs map[string]*serviceGroup) []*Service {
+	out := make([]*Service, 0, len(byNs))
+	for _, ns := range sortedKeys(byNs) {
+		out = append(out, byNs[ns].merged)
+	}
+	return out
+}
+
+// hostCandidates are the hostnames a typed host may stand for, most literal first.
+func hostCandidates(h, namespace string) []string {
+	out := []string{h}
+	if isWildcard(h) {
+		return out
+	}
+	switch dots := strings.Count(h, "."); {
+	case dots == 0:
+		if namespace == "" {
+			namespace = "default"
+		}
+		out = append(out, h+"."+namespace+".svc."+DomainSuffix)
+	case strings.HasSuffix(h, ".svc"):
+		out = append(out, h+"."+DomainSuffix)
+	case strings.HasSuffix(h, ".svc.cluster"):
+		out = append(out, h+".local")
+	case dots == 1:
+		out = append(out, h+".svc."+DomainSuffix)
+	}
+	return out
+}
+
+// suggestHosts ranks known hostnames by how likely the user meant them: the same service name
+// in another namespace, a hostname the input is a prefix or suffix of, then edit distance.
+func (ix *Index) suggestHosts(h, namespace string) string {
+	cands := hostCandidates(h, namespace)
+	full := cands[len(cands)-1]
+	first, _, _ := strings.Cut(h, ".")
+	type scored struct {
+		host  string
+		score int
+	}
+	var all []scored
+	for known := range ix.groups {
+		score := -1
+		knownFirst, _, _ := strings.Cut(known, ".")
+		switch {
+		case strings.HasPrefix(known, h+"."):
+			score = 0
+		case !isWildcard(known) && knownFirst == first:
+			score = 1
+		case strings.HasSuffix(known, "."+h) || (isWildcard(known) && strings.HasSuffix(h, known[1:])):
+			score = 2
+		default:
+			d := min(levenshtein(full, known), levenshtein(h, known))
+			if limit := max(2, len(known)/10); d <= limit {
+				score = 3 + d
+			}
+		}
+		if score >= 0 {
+			all = append(all, scored{known, score})
+		}
+	}
+	if len(all) == 0 {
+		return fmt.Sprintf("no Service or ServiceEntry has a similar host; a short name is looked up in namespace %s", orDefault(namespace))
+	}
+	slices.SortFunc(all, func(a, b scored) int { return cmp.Or(cmp.Compare(a.score, b.score), strings.Compare(a.host, b.host)) })
+	if len(all) > 3 {
+		all = all[:3]
+	}
+	names := make([]string, 0, len(all))
+	for _, s := range all {
+		names = append(names, s.host)
+	}
+	if len(names) == 1 {
+		return "did you mean " + names[0] + "?"
+	}
+	return "did you mean one of " + strings.Join(names, ", ") + "?"
+}
+
+func orDefault(ns string) string {
+	if ns == "" {
+		return "default"
+	}
+	return ns
+}
+
+// levenshtein is the edit distance between a and b.
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

@@ -1,0 +1,141 @@
+package index
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	networking "istio.io/api/networking/v1alpha3"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
+)
+
+func TestResolveHost(t *testing.T) {
+	snap := snapshot(
+		kubeSvc("reviews", "bookinfo", "http:9080"),
+		kubeSvc("ratings", "bookinfo", "http:9080"),
+		kubeSvc("reviews", "staging", "http:9080"),
+		serviceEntry("wild", "egress", networking.ServiceEntry_NONE, "*.example.com"),
+		serviceEntry("api", "egress", networking.ServiceEntry_DNS, "api.example.com"),
+		serviceEntry("dup-a", "team-a", networking.ServiceEntry_DNS, "shared.example.org"),
+		serviceEntry("dup-b", "team-b", networking.ServiceEntry_DNS, "shared.example.org"),
+	)
+	ix := Build(snap)
+	svcRef := func(ns, name string) provenance.Ref {
+		return provenance.Ref{Kind: "Service", Namespace: ns, Name: name}
+	}
+	seRef := func(ns, name string) provenance.Ref {
+		return provenance.Ref{Kind: "ServiceEntry", Namespace: ns, Name: name}
+	}
+	cases := []struct {
+		name      string
+		host      string
+		namespace string
+		want      []provenance.Ref
+		wantErr   string
+	}{
+		{"short name resolves in the given namespace", "reviews", "staging", []provenance.Ref{svcRef("staging", "reviews")}, ""},
+		{"name.namespace", "reviews.bookinfo", "staging", []provenance.Ref{svcRef("bookinfo", "reviews")}, ""},
+		{"name.namespace.svc", "reviews.bookinfo.svc", "", []provenance.Ref{svcRef("bookinfo", "reviews")}, ""},
+		{"full hostname, trailing dot and case ignored", "Reviews.bookinfo.svc.cluster.local.", "", []provenance.Ref{svcRef("bookinfo", "reviews")}, ""},
+		{"ServiceEntry host", "api.example.com", "", []provenance.Ref{seRef("egress", "api")}, ""},
+		{"wildcard ServiceEntry host", "*.example.com", "", []provenance.Ref{seRef("egress", "wild")}, ""},
+		{"host only a wildcard ServiceEntry covers", "other.example.com", "", []provenance.Ref{seRef("egress", "wild")}, ""},
+		{"one service per namespace that defines the host", "shared.example.org", "", []provenance.Ref{seRef("team-a", "dup-a"), seRef("team-b", "dup-b")}, ""},
+		{"short name missing from the namespace suggests the same name elsewhere", "reviews", "frontend", nil,
+			`host "reviews" not found (did you mean one of reviews.bookinfo.svc.cluster.local, reviews.staging.svc.cluster.local?)`},
+		{"typo suggests the nearest hostname", "reveiws.bookinfo.svc.cluster.local", "", nil,
+			`host "reveiws.bookinfo.svc.cluster.local" not found (did you mean reviews.bookinfo.svc.cluster.local?)`},
+		{"nothing similar", "zzz", "frontend", nil,
+			`host "zzz" not found (no Service or ServiceEntry has a similar host; a short name is looked up in namespace frontend)`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ix.ResolveHost(tc.host, tc.namespace)
+			if tc.wantErr != "" {
+				var nf *explain.NotFoundError
+				if !errors.As(err, &nf) {
+					t.Fatalf("err = %v, want a NotFoundError", err)
+				}
+				if err.Error() != tc.wantErr {
+					t.Errorf("err = %q\nwant  %q", err.Error(), tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var refs []provenance.Ref
+			for _, s := range got {
+				refs = append(refs, s.Ref)
+			}
+			if diff := cmp.Diff(tc.want, refs); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestProxy(t *testing.T) {
+	web := withPod(pod("web-1", "frontend", "10.1.0.1", map[string]string{"app": "web", "istio-locality": "us.zone-a"}), func(p *corev1.Pod) {
+		p.Status.PodIPs = []corev1.PodIP{{IP: "10.1.0.1"}, {IP: "fd00::1"}}
+	})
+	ix := Build(snapshot(web, pod("api-7f9", "backend", "10.1.0.2", nil)))
+	cases := []struct {
+		name              string
+		kind, ns, podName string
+		want              *Proxy
+		wantErr           string
+	}{
+		{
+			name: "pod proxy takes the pod's namespace, labels and IPs", kind: "pod", ns: "frontend", podName: "web-1",
+			want: &Proxy{
+				Namespace: "frontend", Labels: web.Labels, IPs: []string{"10.1.0.1", "fd00::1"},
+				Pod: &provenance.Ref{Kind: "Pod", Namespace: "frontend", Name: "web-1"}, Locality: "us/zone-a",
+				Description: "sidecar of pod frontend/web-1",
+			},
+		},
+		{
+			name: "namespace proxy has no labels", kind: "namespace", ns: "frontend",
+			want: &Proxy{Namespace: "frontend", Description: "sidecar in namespace frontend"},
+		},
+		{
+			name: "empty kind is a namespace proxy", kind: "", ns: "",
+			want: &Proxy{Namespace: "default", Description: "sidecar in namespace default"},
+		},
+		{
+			name: "missing pod suggests the same name in another namespace", kind: "pod", ns: "frontend", podName: "api-7f9",
+			wantErr: "pod frontend/api-7f9 not found (a pod with that name is in backend/api-7f9; set the namespace)",
+		},
+		{
+			name: "missing pod suggests a similar name", kind: "pod", ns: "frontend", podName: "web",
+			wantErr: "pod frontend/web not found (did you mean frontend/web-1?)",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ix.Proxy(tc.kind, tc.ns, tc.podName)
+			if tc.wantErr != "" {
+				var nf *explain.NotFoundError
+				if !errors.As(err, &nf) || err.Error() != tc.wantErr {
+					t.Fatalf("err = %v, want NotFoundError %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+	t.Run("unknown kind is an invalid query", func(t *testing.T) {
+		var iq *explain.InvalidQueryError
+		if _, err := ix.Proxy("deployment", "frontend", "web"); !errors.As(err, &iq) {
+			t.Errorf("err = %v, want InvalidQueryError", err)
+		}
+	})
+}

@@ -1,0 +1,367 @@
+package index
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	networking "istio.io/api/networking/v1alpha3"
+	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
+)
+
+// SubsetRef is one VirtualService route destination for a host.
+type SubsetRef struct {
+	// VirtualService holds the route (a delegate VirtualService for routes it contributes).
+	VirtualService provenance.Ref
+	// Field is the destination's path: `spec.http[0].route[1].destination`.
+	Field string
+	// Subset is the destination subset ("" routes to the default cluster).
+	Subset string
+	// Port is the destination port (0: not named).
+	Port uint32
+}
+
+// routeDest is a destination of a VirtualService, host resolved like istiod does
+// (ResolveVirtualServiceShortnames: short names in the VirtualService's namespace).
+type routeDest struct {
+	host   string
+	subset string
+	port   uint32
+	field  string
+	owner  provenance.Ref
+	// sourceNamespaces are the sourceNamespace match conditions of the HTTP route (nil: none).
+	sourceNamespaces []string
+	http             bool
+}
+
+type vsInfo struct {
+	obj   *networkingv1.VirtualService
+	ref   provenance.Ref
+	hosts []string
+	// exportTo is the effective set, "." already replaced by the namespace.
+	exportTo map[string]bool
+	dests    []routeDest
+}
+
+func (ix *Index) buildVirtualServices() {
+	var roots []*networkingv1.VirtualService
+	delegates := map[provenance.Ref]*networkingv1.VirtualService{}
+	for _, vs := range ix.snap.VirtualServices {
+		if len(vs.Spec.GetHosts()) == 0 {
+			delegates[vsRef(vs)] = vs
+			continue
+		}
+		roots = append(roots, vs)
+	}
+	slices.SortStableFunc(roots, func(a, b *networkingv1.VirtualService) int {
+		return cmp.Or(a.CreationTimestamp.Time.Compare(b.CreationTimestamp.Time), strings.Compare(a.Name, b.Name), strings.Compare(a.Namespace, b.Namespace))
+	})
+	for _, vs := range roots {
+		gws := vs.Spec.GetGateways()
+		if len(gws) > 0 && !slices.Contains(gws, "mesh") {
+			// Bound to gateways only: never part of a sidecar's routes.
+			continue
+		}
+		info := &vsInfo{obj: vs, ref: vsRef(vs), exportTo: map[string]bool{}}
+		for _, h := range vs.Spec.GetHosts() {
+			info.hosts = append(info.hosts, resolveShortname(h, vs.Namespace))
+		}
+		exportTo := vs.Spec.GetExportTo()
+		if len(exportTo) == 0 {
+			exportTo = ix.snap.MeshConfig.GetDefaultVirtualServiceExportTo()
+		}
+		if len(exportTo) == 0 {
+			exportTo = []string{"*"}
+		}
+		for _, e := range exportTo {
+			if e == "." {
+				e = vs.Namespace
+			}
+			info.exportTo[e] = true
+		}
+		info.dests = vsDestinations(&vs.Spec, vs.Namespace, info.ref, nil)
+		for _, h := range vs.Spec.GetHttp() {
+			d := h.GetDelegate()
+			if d == nil {
+				continue
+			}
+			ns := d.GetNamespace()
+			if ns == "" {
+				ns = vs.Namespace
+			}
+			dvs := delegates[provenance.Ref{Kind: "VirtualService", Namespace: ns, Name: d.GetName()}]
+			if dvs == nil {
+				continue
+			}
+			info.dests = append(info.dests, vsDestinations(&dvs.Spec, dvs.Namespace, vsRef(dvs), sourceNamespaces(h.GetMatch()))...)
+		}
+		ix.vss = append(ix.vss, info)
+	}
+}
+
+func sourceNamespaces(ms []*networking.HTTPMatchRequest) []string {
+	var out []string
+	for _, m := range ms {
+		if m.GetSourceNamespace() != "" {
+			out = append(out, m.GetSourceNamespace())
+		}
+	}
+	return out
+}
+
+func vsDestinations(spec *networking.VirtualService, ns string, owner provenance.Ref, inherited []string) []routeDest {
+	var out []routeDest
+	add := func(d *networking.Destination, field string, src []string, http bool) {
+		if d == nil {
+			return
+		}
+		out = append(out, routeDest{
+			host: resolveShortname(d.GetHost(), ns), subset: d.GetSubset(), port: d.GetPort().GetNumber(),
+			field: field, owner: owner, sourceNamespaces: src, http: http,
+		})
+	}
+	for i, h := range spec.GetHttp() {
+		src := sourceNamespaces(h.GetMatch())
+		if len(src) == 0 {
+			src = inherited
+		}
+		for j, r := range h.GetRoute() {
+			add(r.GetDestination(), fmt.Sprintf("spec.http[%d].route[%d].destination", i, j), src, true)
+		}
+		add(h.GetMirror(), fmt.Sprintf("spec.http[%d].mirror", i), src, true)
+		for j, m := range h.GetMirrors() {
+			add(m.GetDestination(), fmt.Sprintf("spec.http[%d].mirrors[%d].destination", i, j), src, true)
+		}
+	}
+	for i, t := range spec.GetTcp() {
+		for j, r := range t.GetRoute() {
+			add(r.GetDestination(), fmt.Sprintf("spec.tcp[%d].route[%d].destination", i, j), nil, false)
+		}
+	}
+	for i, t := range spec.GetTls() {
+		for j, r := range t.GetRoute() {
+			add(r.GetDestination(), fmt.Sprintf("spec.tls[%d].route[%d].destination", i, j), nil, false)
+		}
+	}
+	return out
+}
+
+// appliesTo is virtualServiceDestinationsFilteredBySourceNamespace's test for an HTTP route: it
+// counts for a proxy in configNamespace unless its matches name other source namespaces only.
+func (d routeDest) appliesTo(configNamespace string) bool {
+	if !d.http || len(d.sourceNamespaces) == 0 {
+		return true
+	}
+	return slices.Contains(d.sourceNamespaces, configNamespace)
+}
+
+type hostPorts struct {
+	host  string
+	ports []uint32
+}
+
+// destinationsFor is virtualServiceDestinationsFilteredBySourceNamespace: destination hosts and
+// their ports (0 when a destination names no port), in first-seen order.
+func (v *vsInfo) destinationsFor(configNamespace string) []hostPorts {
+	var out []hostPorts
+	idx := map[string]int{}
+	for _, d := range v.dests {
+		if !d.appliesTo(configNamespace) {
+			continue
+		}
+		i, ok := idx[d.host]
+		if !ok {
+			i = len(out)
+			idx[d.host] = i
+			out = append(out, hostPorts{host: d.host})
+		}
+		if !slices.Contains(out[i].ports, d.port) {
+			out[i].ports = append(out[i].ports, d.port)
+		}
+	}
+	return out
+}
+
+// selectVirtualServices is model.SelectVirtualServices for the mesh gateway: the
+// VirtualServices visible to configNamespace (private, then exported to it, then public) whose
+// hosts match the egress hosts of their namespace or of `*`.
+func (ix *Index) selectVirtualServices(configNamespace string, hosts map[string]*hostClass) []*vsInfo {
+	var private, exported, public []*vsInfo
+	for _, v := range ix.vss {
+		switch {
+		case v.exportTo["*"]:
+			public = append(public, v)
+		case v.exportTo["~"]:
+		default:
+			if v.exportTo[configNamespace] {
+				if v.obj.Namespace == configNamespace {
+					private = append(private, v)
+				} else {
+					exported = append(exported, v)
+				}
+			}
+		}
+	}
+	wild, wildFound := hosts["*"]
+	var out []*vsInfo
+	seen := map[provenance.Ref]bool{}
+	add := func(v *vsInfo, hc *hostClass) {
+		if seen[v.ref] {
+			return
+		}
+		nsExcl, nsExclFound := hosts[v.obj.Namespace]
+		for _, h := range v.hosts {
+			if !hc.vsMatches(h) {
+				continue
+			}
+			if (nsExclFound && nsExcl.isExcluded(h)) || (wildFound && wild.isExcluded(h)) {
+				continue
+			}
+			out = append(out, v)
+			seen[v.ref] = true
+			return
+		}
+	}
+	for _, list := range [][]*vsInfo{private, exported, public} {
+		for _, v := range list {
+			if hc, ok := hosts[v.obj.Namespace]; ok {
+				add(v, hc)
+			}
+			if wildFound {
+				add(v, wild)
+			}
+		}
+	}
+	return out
+}
+
+// SubsetReferences lists the destinations for hostname in the VirtualServices the proxy's
+// sidecar scope imports (http, tcp and tls routes and mirrors; HTTP routes whose
+// sourceNamespace matches exclude other namespaces), in precedence order.
+func (ix *Index) SubsetReferences(p *Proxy, hostname string) []SubsetRef {
+	sc := ix.scopeFor(p)
+	var out []SubsetRef
+	seen := map[provenance.Ref]bool{}
+	for _, l := range sc.listeners {
+		for _, v := range l.vss {
+			if seen[v.ref] {
+				continue
+			}
+			seen[v.ref] = true
+			for _, d := range v.dests {
+				if d.host != hostname || !d.appliesTo(p.Namespace) {
+					continue
+				}
+				out = append(out, SubsetRef{VirtualService: d.owner, Field: d.field, Subset: d.subset, Port: d.port})
+			}
+		}
+	}
+	return out
+}
+
+// RouteDiagnostics compares the subsets of the selected DestinationRule with the routes the
+// proxy has: D9 for a subset no route sends traffic to (its cluster exists but its policy never
+// applies), D10 for a route to a subset the selected rule does not define (the cluster is
+// missing, so requests fail with 503 NC).
+func (ix *Index) RouteDiagnostics(p *Proxy, svc *Service, sel Selection) []explain.Diagnostic {
+	if svc == nil {
+		return nil
+	}
+	refs := ix.SubsetReferences(p, svc.Hostname)
+	defined := map[string]int{}
+	if sel.Rule != nil {
+		for i, s := range sel.Rule.Spec.GetSubsets() {
+			defined[s.GetName()] = i
+		}
+	}
+	var out []explain.Diagnostic
+	used := map[string]bool{}
+	for _, r := range refs {
+		if r.Subset == "" {
+			continue
+		}
+		used[r.Subset] = true
+		if _, ok := defined[r.Subset]; ok {
+			continue
+		}
+		resources := []provenance.Ref{r.VirtualService}
+		msg := fmt.Sprintf("%s %s routes to subset %q of %s, but ", r.VirtualService, r.Field, r.Subset, svc.Hostname)
+		var fix string
+		if sel.Rule != nil {
+			resources = append(resources, sel.Rule.Primary)
+			msg += fmt.Sprintf("%s (the rule this proxy uses) does not define it", ruleName(sel.Rule))
+			fix = fmt.Sprintf("add subset %q to %s, or route to a subset it defines", r.Subset, sel.Rule.Primary)
+		} else {
+			msg += "no DestinationRule applies to this proxy for the host"
+			fix = fmt.Sprintf("define subset %q in a DestinationRule for %s that this proxy uses", r.Subset, svc.Hostname)
+		}
+		msg += fmt.Sprintf(": cluster outbound|%s|%s|%s does not exist and requests fail with 503 NC", portText(r.Port), r.Subset, svc.Hostname)
+		if other := ix.rulesDefiningSubset(svc.Hostname, r.Subset, sel); len(other) > 0 {
+			names := make([]string, 0, len(other))
+			for _, o := range other {
+				names = append(names, o.String())
+				resources = append(resources, o)
+			}
+			msg += fmt.Sprintf(" (%s defines it but is not the rule this proxy uses)", strings.Join(names, ", "))
+		}
+		out = append(out, explain.Diagnostic{ID: "D10", Severity: explain.SeverityError, Message: msg, Resources: resources, Fix: fix})
+	}
+	if sel.Rule != nil {
+		for i, s := range sel.Rule.Spec.GetSubsets() {
+			if used[s.GetName()] {
+				continue
+			}
+			from := sel.Rule.Primary
+			if i < len(sel.Rule.SubsetFrom) {
+				from = sel.Rule.SubsetFrom[i]
+			}
+			out = append(out, explain.Diagnostic{
+				ID: "D9", Severity: explain.SeverityWarning, Resources: []provenance.Ref{from},
+				Message: fmt.Sprintf("subset %q of %s is not the destination of any route this proxy has: its clusters exist but receive no traffic, so its policy never applies",
+					s.GetName(), from),
+				Fix: fmt.Sprintf("route to subset %q from a VirtualService for %s visible to namespace %s, or remove the subset", s.GetName(), svc.Hostname, p.Namespace),
+			})
+		}
+	}
+	return out
+}
+
+func portText(p uint32) string {
+	if p == 0 {
+		return "<port>"
+	}
+	return fmt.Sprint(p)
+}
+
+func ruleName(r *ConsolidatedRule) string {
+	if len(r.From) > 1 {
+		names := make([]string, 0, len(r.From))
+		for _, f := range r.From {
+			names = append(names, f.Namespace+"/"+f.Name)
+		}
+		return "DestinationRule " + strings.Join(names, " + ")
+	}
+	return r.Primary.String()
+}
+
+// rulesDefiningSubset lists DestinationRules for host that define subset but did not contribute
+// to the selected rule.
+func (ix *Index) rulesDefiningSubset(host, subset string, sel Selection) []provenance.Ref {
+	var out []provenance.Ref
+	for _, d := range ix.drs {
+		if !wildcardCovers(d.host, host) || (sel.Rule != nil && slices.Contains(sel.Rule.From, d.ref)) {
+			continue
+		}
+		for _, s := range d.obj.Spec.GetSubsets() {
+			if s.GetName() == subset {
+				out = append(out, d.ref)
+				break
+			}
+		}
+	}
+	return out
+}
