@@ -13,6 +13,7 @@ import (
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	networkingv1alpha3 "istio.io/client-go/pkg/apis/networking/v1alpha3"
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
@@ -91,6 +92,9 @@ type Snapshot struct {
 	EnvoyFilters          []*networkingv1alpha3.EnvoyFilter
 	PeerAuthentications   []*securityv1.PeerAuthentication
 	AuthorizationPolicies []*securityv1.AuthorizationPolicy
+	// Deployments are read so that `deployment/NAME` can be resolved to the pods its selector
+	// matches.
+	Deployments []*appsv1.Deployment
 
 	// Sources maps each object to where it was read from.
 	Sources map[ObjectKey]Source
@@ -159,6 +163,7 @@ func (s *Snapshot) Sort() {
 	sortByNsName(s.EnvoyFilters, func(o *networkingv1alpha3.EnvoyFilter) (string, string) { return o.Namespace, o.Name })
 	sortByNsName(s.PeerAuthentications, func(o *securityv1.PeerAuthentication) (string, string) { return o.Namespace, o.Name })
 	sortByNsName(s.AuthorizationPolicies, func(o *securityv1.AuthorizationPolicy) (string, string) { return o.Namespace, o.Name })
+	sortByNsName(s.Deployments, func(o *appsv1.Deployment) (string, string) { return o.Namespace, o.Name })
 }
 
 func sortByNsName[T any](xs []T, key func(T) (string, string)) {

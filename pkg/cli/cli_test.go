@@ -1,0 +1,163 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/internal/golden"
+)
+
+// TestOutputGoldens pins the human and document output of both commands for a few scenario
+// folders (testdata/golden/cli/<kind>/<scenario>.<format>.golden). -update rewrites them.
+func TestOutputGoldens(t *testing.T) {
+	t.Chdir(repoRoot(t))
+	for _, dir := range []string{
+		"testdata/scenarios/cluster/a10-subsets-eds",
+		"testdata/scenarios/cluster/d03a-dr-hidden-by-exportto",
+		"testdata/scenarios/cluster/d14a-port-level-drops-top-policy",
+		"testdata/scenarios/authz/b3-strict-with-exemption",
+		"testdata/scenarios/authz/c3-value-conversion",
+		"testdata/scenarios/authz/resolve-label-selector",
+	} {
+		kind := filepath.Base(filepath.Dir(dir))
+		for _, format := range []string{"table", "wide", "json", "yaml"} {
+			t.Run(kind+"/"+filepath.Base(dir)+"/"+format, func(t *testing.T) {
+				args := append(scenarioArgs(t, dir), "-f", dir, "-o", format, "--color", "never")
+				r := runMain(t, "", args...)
+				if r.code != ExitOK {
+					t.Fatalf("kubectl mesh-explain %s\n%s", strings.Join(args, " "), r)
+				}
+				golden.Assert(t, []byte(r.stdout), filepath.Join("testdata", "golden", "cli", kind, filepath.Base(dir)+"."+format+".golden"))
+			})
+		}
+	}
+}
+
+// Files mode reads no kubeconfig and contacts no cluster: it works with KUBECONFIG pointing
+// at nothing, at garbage, and with --kubeconfig naming a file that does not exist.
+func TestFilesModeNeverTouchesAKubeconfig(t *testing.T) {
+	t.Chdir(repoRoot(t))
+	garbage := filepath.Join(t.TempDir(), "garbage")
+	if err := os.WriteFile(garbage, []byte("{this is not a kubeconfig"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const dir = "testdata/scenarios/cluster/a10-subsets-eds"
+	for _, tc := range []struct {
+		name, env string
+		extra     []string
+	}{
+		{"KUBECONFIG names a missing file", "/nonexistent/kubeconfig", nil},
+		{"KUBECONFIG names a garbage file", garbage, nil},
+		{"--kubeconfig names a missing file", "", []string{"--kubeconfig", "/nonexistent/kubeconfig"}},
+		{"--context names a missing context", garbage, []string{"--context", "nowhere"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("KUBECONFIG", tc.env)
+			args := append(scenarioArgs(t, dir), "-f", dir, "-o", "envoy")
+			r := runMain(t, "", append(args, tc.extra...)...)
+			if r.code != ExitOK || !strings.HasPrefix(r.stdout, "[\n  {") || r.stderr != "" {
+				t.Fatalf("files mode failed:\n%s", r)
+			}
+		})
+	}
+	// The same command without -f does need the kubeconfig, and says so.
+	t.Setenv("KUBECONFIG", garbage)
+	r := runMain(t, "", "cluster", "foo", "-n", "default")
+	if r.code == ExitOK || !strings.HasPrefix(r.stderr, "error: ") {
+		t.Fatalf("live mode with a garbage kubeconfig did not fail:\n%s", r)
+	}
+}
+
+func TestNotFoundHostHasAHint(t *testing.T) {
+	t.Chdir(repoRoot(t))
+	r := runMain(t, "", "cluster", "fooo", "-n", "default", "-f", "testdata/scenarios/cluster/a10-subsets-eds")
+	if r.code != ExitError || r.stdout != "" {
+		t.Fatalf("got %s", r)
+	}
+	if want := "error: host \"fooo\" not found (did you mean foo.default.svc.cluster.local?)\n"; r.stderr != want {
+		t.Errorf("stderr = %q, want %q", r.stderr, want)
+	}
+}
+
+func TestInvalidQueryExitsOne(t *testing.T) {
+	t.Chdir(repoRoot(t))
+	r := runMain(t, "", "cluster", "foo:9999", "-n", "default", "-f", "testdata/scenarios/cluster/a10-subsets-eds")
+	if r.code != ExitError || r.stdout != "" || !strings.HasPrefix(r.stderr, "error: ") || !strings.Contains(r.stderr, "9999") {
+		t.Fatalf("got %s", r)
+	}
+}
+
+// Load issues of bad input go to stderr as warnings; stdout stays parseable and the command
+// still explains what it could read.
+func TestLoadIssuesGoToStderr(t *testing.T) {
+	t.Chdir(repoRoot(t))
+	const dir = "testdata/scenarios/authz/bad-input-mixed"
+	args := append(scenarioArgs(t, dir), "-f", dir)
+	for _, format := range []string{"ztunnel", "json", "table"} {
+		r := runMain(t, "", append(args, "-o", format)...)
+		if r.code != ExitOK {
+			t.Fatalf("-o %s: %s", format, r)
+		}
+		if !strings.HasPrefix(r.stderr, "warning: testdata/scenarios/authz/bad-input-mixed/") {
+			t.Errorf("-o %s: no load warning on stderr:\n%s", format, r.stderr)
+		}
+		for _, line := range strings.Split(r.stderr, "\n") {
+			if line != "" && !strings.HasPrefix(line, "warning: ") {
+				t.Errorf("-o %s: stderr line is not a warning: %q", format, line)
+			}
+		}
+		if strings.Contains(r.stdout, "warning: testdata/") {
+			t.Errorf("-o %s: a load warning reached stdout:\n%s", format, r.stdout)
+		}
+		if format == "json" {
+			var doc explain.Result
+			if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || doc.Kind != explain.KindAuthzExplanation {
+				t.Errorf("-o json is not an explanation document: %v", err)
+			}
+		}
+	}
+}
+
+// authz prints one document for pod/NAME, and a List for a selector or a deployment, even
+// when it matches one pod, so scripts see one shape per query form.
+func TestAuthzListShape(t *testing.T) {
+	one := &explain.Result{APIVersion: explain.APIVersion, Kind: explain.KindAuthzExplanation, Subject: explain.Subject{Kind: "Workload", Workload: "pod/a"}}
+	two := &explain.Result{APIVersion: explain.APIVersion, Kind: explain.KindAuthzExplanation, Subject: explain.Subject{Kind: "Workload", Workload: "pod/b"}}
+	for _, tc := range []struct {
+		args     []string
+		results  []*explain.Result
+		wantKind string
+		wantN    int
+	}{
+		{[]string{"authz", "pod/a"}, []*explain.Result{one}, explain.KindAuthzExplanation, 0},
+		{[]string{"authz", "-l", "app=a"}, []*explain.Result{one}, "List", 1},
+		{[]string{"authz", "-l", "app=a"}, []*explain.Result{one, two}, "List", 2},
+		{[]string{"authz", "deployment/a"}, []*explain.Result{one, two}, "List", 2},
+	} {
+		f := &fakes{authzResults: tc.results}
+		r := runWith(t, f, append(tc.args, "-f", "x.yaml", "-o", "json")...)
+		if r.code != ExitOK {
+			t.Fatalf("%v: %s", tc.args, r)
+		}
+		var doc struct {
+			APIVersion string            `json:"apiVersion"`
+			Kind       string            `json:"kind"`
+			Items      []*explain.Result `json:"items"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if doc.Kind != tc.wantKind || len(doc.Items) != tc.wantN || doc.APIVersion != explain.APIVersion {
+			t.Errorf("%v: kind %q with %d items, want %q with %d", tc.args, doc.Kind, len(doc.Items), tc.wantKind, tc.wantN)
+		}
+	}
+	f := &fakes{}
+	r := runWith(t, f, "authz", "-l", "app=none", "-n", "foo", "-f", "x.yaml")
+	if r.code != ExitError || r.stderr != "error: pods matching \"app=none\" in namespace foo not found\n" {
+		t.Errorf("empty selector: %s", r)
+	}
+}

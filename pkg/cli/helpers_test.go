@@ -1,0 +1,123 @@
+package cli
+
+import (
+	"context"
+	"io"
+	"strconv"
+	"testing"
+
+	"github.com/spf13/cobra"
+	meshv1alpha1 "istio.io/api/mesh/v1alpha1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/envoycluster"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/ztunnelauthz"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/source"
+)
+
+// fakes replaces the source and the engines of a command tree and records what they saw.
+type fakes struct {
+	// snaps are returned by successive loads (the last one repeats).
+	snaps   []*model.Snapshot
+	loadErr error
+	specs   []source.Spec
+
+	// clusterResults / clusterErrs are returned by successive cluster explains.
+	clusterResults []*explain.Result
+	clusterErrs    []error
+	queries        []envoycluster.Query
+
+	authzResults []*explain.Result
+	authzErr     error
+	authzQueries []ztunnelauthz.Query
+}
+
+func (f *fakes) load(_ context.Context, s source.Spec) (*model.Snapshot, error) {
+	f.specs = append(f.specs, s)
+	if f.loadErr != nil {
+		return nil, f.loadErr
+	}
+	if len(f.snaps) == 0 {
+		return &model.Snapshot{}, nil
+	}
+	i := min(len(f.specs)-1, len(f.snaps)-1)
+	return f.snaps[i], nil
+}
+
+func (f *fakes) explainCluster(_ *model.Snapshot, q envoycluster.Query) (*explain.Result, error) {
+	f.queries = append(f.queries, q)
+	i := len(f.queries) - 1
+	var res *explain.Result
+	var err error
+	if i < len(f.clusterResults) {
+		res = f.clusterResults[i]
+	} else if len(f.clusterResults) > 0 {
+		res = f.clusterResults[len(f.clusterResults)-1]
+	}
+	if i < len(f.clusterErrs) {
+		err = f.clusterErrs[i]
+	}
+	if res == nil && err == nil {
+		res = &explain.Result{APIVersion: explain.APIVersion, Kind: explain.KindClusterExplanation,
+			Subject: explain.Subject{Kind: "Host", Host: q.Host}}
+	}
+	return res, err
+}
+
+func (f *fakes) explainAuthz(_ *model.Snapshot, q ztunnelauthz.Query) ([]*explain.Result, error) {
+	f.authzQueries = append(f.authzQueries, q)
+	return f.authzResults, f.authzErr
+}
+
+func (f *fakes) writeZtunnel(w io.Writer, r *explain.Result) error {
+	_, err := io.WriteString(w, "workload: "+r.Subject.Workload+"\n")
+	return err
+}
+
+func (f *fakes) root(streams genericiooptions.IOStreams) *cobra.Command {
+	o := NewCommonOptions(streams)
+	o.Getenv = func(string) string { return "" }
+	return newRootCmd(o,
+		func(ctx context.Context, co *ClusterOptions) error {
+			co.Load, co.Explain = f.load, f.explainCluster
+			return co.Run(ctx)
+		},
+		func(ctx context.Context, ao *AuthzOptions) error {
+			ao.Load, ao.Explain, ao.WriteZtunnel = f.load, f.explainAuthz, f.writeZtunnel
+			return ao.Run(ctx)
+		})
+}
+
+// result of one in-process run.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// runWith runs the command line against the fakes.
+func runWith(t *testing.T, f *fakes, args ...string) result {
+	t.Helper()
+	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
+	code := run(args, streams, f.root)
+	return result{code: code, stdout: out.String(), stderr: errOut.String()}
+}
+
+// runMain runs the real Main in-process, with stdin.
+func runMain(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
+	streams, in, out, errOut := genericiooptions.NewTestIOStreams()
+	in.WriteString(stdin)
+	code := Main(args, streams)
+	return result{code: code, stdout: out.String(), stderr: errOut.String()}
+}
+
+func (r result) String() string {
+	return "exit code " + strconv.Itoa(r.code) + "\n--- stdout\n" + r.stdout + "\n--- stderr\n" + r.stderr
+}
+
+// meshWithRoot is a snapshot whose MeshConfig sets rootNamespace.
+func meshWithRoot(root string) *model.Snapshot {
+	return &model.Snapshot{MeshConfig: &meshv1alpha1.MeshConfig{RootNamespace: root}}
+}

@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/source"
+)
+
+// LoadFunc is source.Load; tests replace it to see the planned reads.
+type LoadFunc func(context.Context, source.Spec) (*model.Snapshot, error)
+
+// sourceSpec returns the source.Spec of the shared flags, without Reads. In files-only mode
+// it carries no Getter, so nothing can reach a cluster or read a kubeconfig.
+func (o *CommonOptions) sourceSpec(namespace string) source.Spec {
+	s := source.Spec{
+		Files:            o.Filenames,
+		Recursive:        o.Recursive,
+		Stdin:            o.In,
+		Overlay:          o.Overlay,
+		IstioNamespace:   o.IstioNamespace,
+		Revision:         o.Revision,
+		MeshConfigFile:   o.MeshConfigFile,
+		DefaultNamespace: namespace,
+	}
+	if !o.FilesOnly() {
+		s.Getter = o.ConfigFlags
+	}
+	return s
+}
+
+// meshRootNamespace checks --meshconfig before anything is read (an invalid file is a data
+// error) and returns the root namespace it sets, or "" when it sets none or there is no file.
+func (o *CommonOptions) meshRootNamespace() (string, error) {
+	if o.MeshConfigFile == "" {
+		return "", nil
+	}
+	data, err := os.ReadFile(o.MeshConfigFile)
+	if err != nil {
+		return "", fmt.Errorf("reading the mesh config file: %w", err)
+	}
+	mc, user, err := source.ParseMeshConfig(string(data))
+	if err != nil {
+		return "", &DataError{Err: fmt.Errorf("invalid mesh config %s: %w", o.MeshConfigFile, err)}
+	}
+	if user["rootNamespace"] {
+		return mc.GetRootNamespace(), nil
+	}
+	return "", nil
+}
+
+// namespaces is a sorted, de-duplicated namespace list for a source.Read; it is never nil
+// (nil means all namespaces to the loader). Empty names are dropped.
+func namespaces(nss ...string) []string {
+	out := []string{}
+	for _, ns := range nss {
+		if ns != "" {
+			out = append(out, ns)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// reportIssues prints the snapshot's load issues to w as `warning: ...` lines.
+func reportIssues(w io.Writer, snap *model.Snapshot) []string {
+	if snap == nil {
+		return nil
+	}
+	var printed []string
+	for _, is := range snap.Issues {
+		line := issueLine(is)
+		printed = append(printed, is.Message)
+		fmt.Fprintf(w, "warning: %s\n", line)
+	}
+	return printed
+}
+
+// issueLine spells a load issue: `file:line:col: Kind ns/name: field: message`.
+func issueLine(is model.LoadIssue) string {
+	var parts []string
+	if is.Position != nil {
+		parts = append(parts, is.Position.String())
+	}
+	if is.Resource != nil {
+		parts = append(parts, is.Resource.String())
+	}
+	if is.Field != "" {
+		parts = append(parts, is.Field)
+	}
+	parts = append(parts, is.Message)
+	return strings.Join(parts, ": ")
+}
+
+// reportWarnings prints result warnings to w, except those already printed as load issues.
+func reportWarnings(w io.Writer, warnings, printed []string) {
+	for _, msg := range warnings {
+		dup := false
+		for _, p := range printed {
+			if p != "" && strings.Contains(msg, p) {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			fmt.Fprintf(w, "warning: %s\n", msg)
+		}
+	}
+}

@@ -1,0 +1,91 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/render"
+)
+
+// Exit codes (sysexits.h style, as istioctl uses them).
+const (
+	// ExitOK: the subject was explained; diagnostics do not change it.
+	ExitOK = 0
+	// ExitError: the subject was not found, the query cannot be answered, or a read failed.
+	ExitError = 1
+	// ExitUsage: the command line is wrong (EX_USAGE).
+	ExitUsage = 64
+	// ExitData: the input is malformed: YAML that does not parse, an invalid MeshConfig (EX_DATAERR).
+	ExitData = 65
+	// ExitInternal: a bug; the command recovered from a panic (EX_SOFTWARE).
+	ExitInternal = 70
+)
+
+// StdStreams returns the process's standard streams.
+func StdStreams() genericiooptions.IOStreams {
+	return genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
+}
+
+// Main runs `kubectl mesh-explain` with args (without the program name) and returns the exit
+// code. It is the only place where errors become messages and exit codes, and it never panics.
+func Main(args []string, streams genericiooptions.IOStreams) int {
+	return run(args, streams, NewRootCmd)
+}
+
+// run is Main with the command tree builder given, so tests can build trees with fakes.
+func run(args []string, streams genericiooptions.IOStreams, build func(genericiooptions.IOStreams) *cobra.Command) (code int) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(streams.ErrOut, "error: internal error: %v (please report this with the command line that caused it)\n", r)
+			code = ExitInternal
+		}
+	}()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+
+	root := build(streams)
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	return reportError(streams, cmd, err)
+}
+
+// reportError prints err the way its type asks for and returns the exit code.
+func reportError(streams genericiooptions.IOStreams, cmd *cobra.Command, err error) int {
+	var usage *UsageError
+	var data *DataError
+	var unknown *render.UnknownFormatError
+	switch {
+	case errors.As(err, &usage), errors.As(err, &unknown):
+		c := cmd
+		if usage != nil && usage.Cmd != nil {
+			c = usage.Cmd
+		}
+		fmt.Fprintf(streams.ErrOut, "error: %s\n", err)
+		if c != nil {
+			fmt.Fprintf(streams.ErrOut, "\nUsage:\n  %s\n\nSee '%s --help' for examples and all flags.\n", c.UseLine(), c.CommandPath())
+		}
+		return ExitUsage
+	case errors.As(err, &data):
+		fmt.Fprintf(streams.ErrOut, "error: %s\n", err)
+		return ExitData
+	}
+	msg := err.Error()
+	var nf *explain.NotFoundError
+	var iq *explain.InvalidQueryError
+	if !errors.As(err, &nf) && !errors.As(err, &iq) && errors.Is(err, context.Canceled) {
+		msg = "interrupted"
+	}
+	fmt.Fprintf(streams.ErrOut, "error: %s\n", strings.TrimSuffix(msg, "\n"))
+	return ExitError
+}

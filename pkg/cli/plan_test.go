@@ -1,0 +1,263 @@
+package cli
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	networkingapi "istio.io/api/networking/v1alpha3"
+	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/envoycluster"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/ztunnelauthz"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/source"
+)
+
+// readsByKind turns a plan into kind → namespaces ("*" for all namespaces).
+func readsByKind(reads []source.Read) map[string]string {
+	out := map[string]string{}
+	for _, r := range reads {
+		if r.Namespaces == nil {
+			out[r.Kind] = "*"
+			continue
+		}
+		out[r.Kind] = strings.Join(r.Namespaces, ",")
+	}
+	return out
+}
+
+func TestClusterReadPlan(t *testing.T) {
+	tests := []struct {
+		name  string
+		args  []string
+		snaps []*model.Snapshot
+		// want is the plan of each load, in order.
+		want []map[string]string
+		// wantQuery is the engine query.
+		wantQuery envoycluster.Query
+	}{
+		{
+			name: "short name: client, service and root namespace for DestinationRules, the rest where it lives",
+			args: []string{"cluster", "reviews", "-n", "bookinfo", "--from", "pod/productpage-v1"},
+			want: []map[string]string{{
+				"DestinationRule": "bookinfo,istio-system", "Sidecar": "bookinfo,istio-system",
+				"PeerAuthentication": "bookinfo,istio-system", "EnvoyFilter": "bookinfo,istio-system",
+				"Namespace": "bookinfo,istio-system", "Service": "bookinfo", "Pod": "bookinfo",
+				"ServiceEntry": "*", "WorkloadEntry": "*", "VirtualService": "*",
+			}},
+			wantQuery: envoycluster.Query{Host: "reviews", Namespace: "bookinfo",
+				From: envoycluster.ProxyRef{Kind: envoycluster.ProxyPod, Namespace: "bookinfo", Name: "productpage-v1"}},
+		},
+		{
+			name: "FQDN names the service namespace; the client pod's namespace is read too",
+			args: []string{"cluster", "reviews.bookinfo.svc.cluster.local:9080", "-n", "frontend", "--from", "pod/productpage-v1", "--subset", "v1"},
+			want: []map[string]string{{
+				"DestinationRule": "bookinfo,frontend,istio-system", "Sidecar": "bookinfo,frontend,istio-system",
+				"PeerAuthentication": "bookinfo,frontend,istio-system", "EnvoyFilter": "frontend,istio-system",
+				"Namespace": "bookinfo,frontend,istio-system", "Service": "bookinfo,frontend", "Pod": "bookinfo,frontend",
+				"ServiceEntry": "*", "WorkloadEntry": "*", "VirtualService": "*",
+			}},
+			wantQuery: envoycluster.Query{Host: "reviews.bookinfo.svc.cluster.local", Namespace: "frontend", Port: 9080, Subset: "v1",
+				From: envoycluster.ProxyRef{Kind: envoycluster.ProxyPod, Namespace: "frontend", Name: "productpage-v1"}},
+		},
+		{
+			name: "name.namespace and --from namespace: no pod is read for the client",
+			args: []string{"cluster", "reviews.bookinfo", "-n", "default", "--from", "namespace/frontend", "--port", "9080"},
+			want: []map[string]string{{
+				"DestinationRule": "bookinfo,frontend,istio-system", "Sidecar": "bookinfo,frontend,istio-system",
+				"PeerAuthentication": "bookinfo,frontend,istio-system", "EnvoyFilter": "frontend,istio-system",
+				"Namespace": "bookinfo,frontend,istio-system", "Service": "bookinfo", "Pod": "bookinfo",
+				"ServiceEntry": "*", "WorkloadEntry": "*", "VirtualService": "*",
+			}},
+			wantQuery: envoycluster.Query{Host: "reviews.bookinfo", Namespace: "default", Port: 9080,
+				From: envoycluster.ProxyRef{Kind: envoycluster.ProxyNamespace, Namespace: "frontend"}},
+		},
+		{
+			name:  "MeshConfig names another root namespace: read again there",
+			args:  []string{"cluster", "reviews", "-n", "bookinfo"},
+			snaps: []*model.Snapshot{meshWithRoot("mesh-root")},
+			want: []map[string]string{
+				{"DestinationRule": "bookinfo,istio-system", "Sidecar": "bookinfo,istio-system", "PeerAuthentication": "bookinfo,istio-system",
+					"EnvoyFilter": "bookinfo,istio-system", "Namespace": "bookinfo,istio-system", "Service": "bookinfo", "Pod": "bookinfo",
+					"ServiceEntry": "*", "WorkloadEntry": "*", "VirtualService": "*"},
+				{"DestinationRule": "bookinfo,mesh-root", "Sidecar": "bookinfo,mesh-root", "PeerAuthentication": "bookinfo,mesh-root",
+					"EnvoyFilter": "bookinfo,mesh-root", "Namespace": "bookinfo,mesh-root", "Service": "bookinfo", "Pod": "bookinfo",
+					"ServiceEntry": "*", "WorkloadEntry": "*", "VirtualService": "*"},
+			},
+			wantQuery: envoycluster.Query{Host: "reviews", Namespace: "bookinfo", From: envoycluster.ProxyRef{Namespace: "bookinfo"}},
+		},
+		{
+			name:  "--istio-namespace is the first guess of the root namespace",
+			args:  []string{"cluster", "reviews", "-n", "bookinfo", "--istio-namespace", "istio-control"},
+			snaps: []*model.Snapshot{{MeshConfig: nil}},
+			want: []map[string]string{
+				{"DestinationRule": "bookinfo,istio-control", "Sidecar": "bookinfo,istio-control", "PeerAuthentication": "bookinfo,istio-control",
+					"EnvoyFilter": "bookinfo,istio-control", "Namespace": "bookinfo,istio-control", "Service": "bookinfo", "Pod": "bookinfo",
+					"ServiceEntry": "*", "WorkloadEntry": "*", "VirtualService": "*"},
+				// The snapshot says the root is istio-system (the MeshConfig default).
+				{"DestinationRule": "bookinfo,istio-system", "Sidecar": "bookinfo,istio-system", "PeerAuthentication": "bookinfo,istio-system",
+					"EnvoyFilter": "bookinfo,istio-system", "Namespace": "bookinfo,istio-system", "Service": "bookinfo", "Pod": "bookinfo",
+					"ServiceEntry": "*", "WorkloadEntry": "*", "VirtualService": "*"},
+			},
+			wantQuery: envoycluster.Query{Host: "reviews", Namespace: "bookinfo", From: envoycluster.ProxyRef{Namespace: "bookinfo"}},
+		},
+		{
+			name: "ServiceEntry host: the ServiceEntry's namespace becomes the service namespace",
+			args: []string{"cluster", "api.example.com", "-n", "default"},
+			snaps: []*model.Snapshot{{ServiceEntries: []*networkingv1.ServiceEntry{{
+				ObjectMeta: metav1.ObjectMeta{Name: "api", Namespace: "egress"},
+				Spec:       networkingapi.ServiceEntry{Hosts: []string{"*.example.com"}},
+			}}}},
+			want: []map[string]string{
+				{"DestinationRule": "default,istio-system", "Sidecar": "default,istio-system", "PeerAuthentication": "default,istio-system",
+					"EnvoyFilter": "default,istio-system", "Namespace": "default,istio-system", "Service": "", "Pod": "",
+					"ServiceEntry": "*", "WorkloadEntry": "*", "VirtualService": "*"},
+				{"DestinationRule": "default,egress,istio-system", "Sidecar": "default,egress,istio-system", "PeerAuthentication": "default,egress,istio-system",
+					"EnvoyFilter": "default,istio-system", "Namespace": "default,egress,istio-system", "Service": "egress", "Pod": "egress",
+					"ServiceEntry": "*", "WorkloadEntry": "*", "VirtualService": "*"},
+			},
+			wantQuery: envoycluster.Query{Host: "api.example.com", Namespace: "default", From: envoycluster.ProxyRef{Namespace: "default"}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakes{snaps: tt.snaps}
+			r := runWith(t, f, tt.args...)
+			if r.code != ExitOK {
+				t.Fatalf("run failed:\n%s", r)
+			}
+			var got []map[string]string
+			for _, s := range f.specs {
+				if s.Getter == nil {
+					t.Fatal("a live read has no cluster getter")
+				}
+				got = append(got, readsByKind(s.Reads))
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("reads =\n%v\nwant\n%v", got, tt.want)
+			}
+			if len(f.queries) != 1 || !reflect.DeepEqual(f.queries[0], tt.wantQuery) {
+				t.Errorf("queries = %+v, want [%+v]", f.queries, tt.wantQuery)
+			}
+		})
+	}
+}
+
+func TestClusterNotFoundRereadsEveryService(t *testing.T) {
+	f := &fakes{clusterErrs: []error{
+		&explain.NotFoundError{What: `host "reviewz"`},
+		&explain.NotFoundError{What: `host "reviewz"`, Hint: "did you mean reviews.bookinfo.svc.cluster.local?"},
+	}}
+	r := runWith(t, f, "cluster", "reviewz", "-n", "bookinfo")
+	if r.code != ExitError {
+		t.Fatalf("exit code %d, want %d:\n%s", r.code, ExitError, r)
+	}
+	if len(f.specs) != 2 || readsByKind(f.specs[0].Reads)["Service"] != "bookinfo" || readsByKind(f.specs[1].Reads)["Service"] != "*" {
+		t.Fatalf("want a minimal read, then every Service; got %d loads: %+v", len(f.specs), f.specs)
+	}
+	if want := "error: host \"reviewz\" not found (did you mean reviews.bookinfo.svc.cluster.local?)\n"; r.stderr != want {
+		t.Errorf("stderr = %q, want %q", r.stderr, want)
+	}
+	if r.stdout != "" {
+		t.Errorf("stdout = %q, want nothing", r.stdout)
+	}
+}
+
+func TestFilesOnlyPlansNoClusterRead(t *testing.T) {
+	for _, args := range [][]string{
+		{"cluster", "reviews", "-f", "x.yaml"},
+		{"authz", "pod/a", "-f", "x.yaml"},
+	} {
+		f := &fakes{authzResults: []*explain.Result{{Subject: explain.Subject{Kind: "Workload"}}}}
+		r := runWith(t, f, append(args, "--kubeconfig", "/nonexistent/kubeconfig")...)
+		if r.code != ExitOK {
+			t.Fatalf("%v: %s", args, r)
+		}
+		if len(f.specs) != 1 || f.specs[0].Getter != nil || f.specs[0].Reads != nil {
+			t.Fatalf("%v: files-only load has a getter or reads: %+v", args, f.specs)
+		}
+		if got := f.specs[0].DefaultNamespace; got != "default" {
+			t.Errorf("%v: default namespace %q, want default (the kubeconfig is not read)", args, got)
+		}
+	}
+}
+
+func TestOverlayReadsTheClusterToo(t *testing.T) {
+	f := &fakes{}
+	r := runWith(t, f, "cluster", "reviews", "-n", "bookinfo", "-f", "dr.yaml", "--overlay")
+	if r.code != ExitOK {
+		t.Fatal(r)
+	}
+	if len(f.specs) != 1 || f.specs[0].Getter == nil || !f.specs[0].Overlay || len(f.specs[0].Reads) == 0 ||
+		!reflect.DeepEqual(f.specs[0].Files, []string{"dr.yaml"}) {
+		t.Fatalf("overlay spec = %+v", f.specs)
+	}
+}
+
+func TestAuthzReadPlan(t *testing.T) {
+	tests := []struct {
+		name      string
+		args      []string
+		snaps     []*model.Snapshot
+		want      []map[string]string
+		wantQuery ztunnelauthz.Query
+	}{
+		{
+			name: "pod: its namespace and the root namespace",
+			args: []string{"authz", "pod/a", "-n", "foo"},
+			want: []map[string]string{{"Namespace": "foo,istio-system", "Pod": "foo", "PeerAuthentication": "foo,istio-system",
+				"AuthorizationPolicy": "foo,istio-system", "Service": "foo"}},
+			wantQuery: ztunnelauthz.Query{Namespace: "foo", Workload: ztunnelauthz.WorkloadRef{Kind: "pod", Name: "a"}},
+		},
+		{
+			name: "deployment: deployments are read too",
+			args: []string{"authz", "deploy/web", "-n", "foo"},
+			want: []map[string]string{{"Namespace": "foo,istio-system", "Pod": "foo", "PeerAuthentication": "foo,istio-system",
+				"AuthorizationPolicy": "foo,istio-system", "Service": "foo", "Deployment": "foo"}},
+			wantQuery: ztunnelauthz.Query{Namespace: "foo", Workload: ztunnelauthz.WorkloadRef{Kind: "deployment", Name: "web"}},
+		},
+		{
+			name:  "selector, with a root namespace MeshConfig moves",
+			args:  []string{"authz", "-l", "app=a", "-n", "foo"},
+			snaps: []*model.Snapshot{meshWithRoot("mesh-root")},
+			want: []map[string]string{
+				{"Namespace": "foo,istio-system", "Pod": "foo", "PeerAuthentication": "foo,istio-system",
+					"AuthorizationPolicy": "foo,istio-system", "Service": "foo"},
+				{"Namespace": "foo,mesh-root", "Pod": "foo", "PeerAuthentication": "foo,mesh-root",
+					"AuthorizationPolicy": "foo,mesh-root", "Service": "foo"},
+			},
+			wantQuery: ztunnelauthz.Query{Namespace: "foo", Selector: "app=a"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakes{snaps: tt.snaps, authzResults: []*explain.Result{{Subject: explain.Subject{Kind: "Workload"}}}}
+			r := runWith(t, f, tt.args...)
+			if r.code != ExitOK {
+				t.Fatalf("run failed:\n%s", r)
+			}
+			var got []map[string]string
+			for _, s := range f.specs {
+				got = append(got, readsByKind(s.Reads))
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("reads =\n%v\nwant\n%v", got, tt.want)
+			}
+			if len(f.authzQueries) != 1 || !reflect.DeepEqual(f.authzQueries[0], tt.wantQuery) {
+				t.Errorf("queries = %+v, want [%+v]", f.authzQueries, tt.wantQuery)
+			}
+		})
+	}
+}
+
+func TestLoadErrorIsReported(t *testing.T) {
+	f := &fakes{loadErr: errors.New("the connection to the server 127.0.0.1:1 was refused - did you specify the right host or port?")}
+	r := runWith(t, f, "cluster", "reviews", "-n", "bookinfo")
+	if r.code != ExitError || r.stderr != "error: the connection to the server 127.0.0.1:1 was refused - did you specify the right host or port?\n" {
+		t.Fatalf("got %s", r)
+	}
+}

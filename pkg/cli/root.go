@@ -1,0 +1,219 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	// Authentication plugins (exec, OIDC) for kubeconfigs that use them, as kubectl does.
+	_ "k8s.io/client-go/plugin/pkg/client/auth"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/render"
+)
+
+// displayName is how help spells the command: kubectl runs the plugin as `kubectl mesh-explain`.
+const displayName = "kubectl mesh-explain"
+
+// CommonOptions are the flags every command shares: where to read the mesh from, and how to
+// print.
+type CommonOptions struct {
+	genericiooptions.IOStreams
+
+	// ConfigFlags are kubectl's connection flags (--kubeconfig, --context, -n, ...).
+	ConfigFlags *genericclioptions.ConfigFlags
+
+	// Filenames are -f values: files, directories, or "-" for stdin.
+	Filenames []string
+	// Recursive is -R: walk directories given with -f recursively.
+	Recursive bool
+	// Overlay is --overlay: apply the -f objects over the live cluster state.
+	Overlay bool
+	// IstioNamespace is --istio-namespace: where istiod and its mesh ConfigMap live.
+	IstioNamespace string
+	// Revision is --revision: the istiod revision (mesh ConfigMap istio-<rev>).
+	Revision string
+	// MeshConfigFile is --meshconfig: a MeshConfig YAML file that replaces the mesh ConfigMap.
+	MeshConfigFile string
+	// Color is --color.
+	Color string
+
+	// Getenv reads the environment (NO_COLOR); tests replace it.
+	Getenv func(string) string
+}
+
+// NewCommonOptions returns the defaults.
+func NewCommonOptions(streams genericiooptions.IOStreams) *CommonOptions {
+	return &CommonOptions{
+		IOStreams:      streams,
+		ConfigFlags:    genericclioptions.NewConfigFlags(true).WithDeprecatedPasswordFlag().WithWarningPrinter(streams),
+		IstioNamespace: "istio-system",
+		Color:          string(render.ColorAuto),
+		Getenv:         os.Getenv,
+	}
+}
+
+// AddFlags registers the shared flags as persistent flags of the root command.
+func (o *CommonOptions) AddFlags(cmd *cobra.Command) {
+	fs := cmd.PersistentFlags()
+	o.ConfigFlags.AddFlags(fs)
+	fs.StringArrayVarP(&o.Filenames, "filename", "f", o.Filenames,
+		"Read objects from this file, directory or - (stdin) instead of the cluster; repeatable")
+	fs.BoolVarP(&o.Recursive, "recursive", "R", o.Recursive, "Walk directories given with -f recursively")
+	fs.BoolVar(&o.Overlay, "overlay", o.Overlay,
+		"Apply the -f objects over the live cluster state (what-if) instead of reading files only")
+	fs.StringVar(&o.IstioNamespace, "istio-namespace", o.IstioNamespace,
+		"Namespace of the Istio control plane and its mesh ConfigMap")
+	fs.StringVar(&o.Revision, "revision", o.Revision, "Istio revision whose mesh ConfigMap (istio-<revision>) applies")
+	fs.StringVar(&o.MeshConfigFile, "meshconfig", o.MeshConfigFile,
+		"MeshConfig YAML file to use instead of the mesh ConfigMap")
+	fs.StringVar(&o.Color, "color", o.Color, "Colour the table output: "+strings.Join(render.ColorModes, ", ")+" (auto honours NO_COLOR)")
+	_ = cmd.RegisterFlagCompletionFunc("color", fixedCompletions(render.ColorModes...))
+	for _, name := range []string{"filename", "meshconfig"} {
+		_ = cmd.MarkPersistentFlagFilename(name, "yaml", "yml", "json")
+	}
+}
+
+// FilesOnly reports whether only files are read: -f without --overlay never contacts a cluster.
+func (o *CommonOptions) FilesOnly() bool { return len(o.Filenames) > 0 && !o.Overlay }
+
+// Validate checks the shared flags.
+func (o *CommonOptions) Validate(cmd *cobra.Command) error {
+	if o.Overlay && len(o.Filenames) == 0 {
+		return usageErrorf(cmd, "--overlay needs objects to overlay (-f FILE)")
+	}
+	if _, err := render.ParseColorMode(o.Color); err != nil {
+		return usageErrorf(cmd, "%v", err)
+	}
+	stdin := 0
+	for _, f := range o.Filenames {
+		if f == "-" {
+			stdin++
+		}
+	}
+	if stdin > 1 {
+		return usageErrorf(cmd, "-f - (stdin) can be given only once")
+	}
+	return nil
+}
+
+// Namespace returns -n, else the namespace of the kubeconfig context, else "default". In
+// files-only mode the kubeconfig is not read: -n, else "default".
+func (o *CommonOptions) Namespace() (string, error) {
+	if ns := *o.ConfigFlags.Namespace; ns != "" {
+		return ns, nil
+	}
+	if o.FilesOnly() {
+		return "default", nil
+	}
+	ns, _, err := o.ConfigFlags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return "", fmt.Errorf("reading the namespace of the kubeconfig context: %w", err)
+	}
+	if ns == "" {
+		ns = "default"
+	}
+	return ns, nil
+}
+
+// renderOptions returns the printer options for Out.
+func (o *CommonOptions) renderOptions(formats []string, extra map[string]render.WriteFunc) render.Options {
+	mode, _ := render.ParseColorMode(o.Color)
+	tty, width := terminal(o.Out)
+	return render.Options{
+		Color:   mode,
+		TTY:     tty,
+		NoColor: o.Getenv("NO_COLOR") != "",
+		Width:   width,
+		Formats: formats,
+		Extra:   extra,
+	}
+}
+
+// terminal reports whether w is a terminal, and its width (render.DefaultWidth when it is not).
+func terminal(w io.Writer) (bool, int) {
+	f, ok := w.(interface{ Fd() uintptr })
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return false, render.DefaultWidth
+	}
+	if width, _, err := term.GetSize(int(f.Fd())); err == nil && width > 0 {
+		return true, width
+	}
+	return true, render.DefaultWidth
+}
+
+// NewRootCmd builds the `kubectl mesh-explain` command tree.
+func NewRootCmd(streams genericiooptions.IOStreams) *cobra.Command {
+	return newRootCmd(NewCommonOptions(streams), nil, nil)
+}
+
+// newRootCmd builds the tree around o; the run funcs replace the commands' Run in tests.
+func newRootCmd(o *CommonOptions, clusterRun func(context.Context, *ClusterOptions) error, authzRun func(context.Context, *AuthzOptions) error) *cobra.Command {
+	streams := o.IOStreams
+	cmd := &cobra.Command{
+		Use:   "kubectl-mesh_explain",
+		Short: "Show what istiod pushes to a proxy, and where every field comes from",
+		Long: longDesc(`
+			Reconstruct what istiod would push to a proxy and show where every field comes from:
+			which DestinationRule, PeerAuthentication, AuthorizationPolicy, MeshConfig field or
+			built-in default decided it, and what it overrode.
+
+			The mesh is read from the cluster of the current kubeconfig context, from YAML files
+			(-f; no cluster is contacted), or from both (-f with --overlay: the files are applied
+			over the live state).
+
+			Findings about configuration that silently does not do what it seems to (a
+			DestinationRule hidden by exportTo, a subset no route uses) are printed as
+			diagnostics; they do not change the exit code.
+
+			Exit codes: 0 explained, 1 not found or failed, 64 usage error, 65 malformed input.`),
+		Example: examples(`
+			# The Envoy Clusters a sidecar in bookinfo gets for reviews, with the origin of every field
+			kubectl mesh-explain cluster reviews -n bookinfo
+
+			# The same, offline from manifests, as the Envoy JSON istiod would send
+			kubectl mesh-explain cluster reviews.bookinfo.svc.cluster.local:9080 -f manifests/ -R -o envoy
+
+			# The ztunnel Authorizations of an ambient pod
+			kubectl mesh-explain authz pod/productpage-v1-6b746f74dc-2r8hz -n bookinfo`),
+		Version:       buildVersion(),
+		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: displayName},
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageErrorf(cmd, "unknown command %q for %q", args[0], displayName)
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cmd.SetOut(streams.Out)
+			return cmd.Help()
+		},
+	}
+	cmd.SetIn(streams.In)
+	cmd.SetOut(streams.Out)
+	cmd.SetErr(streams.ErrOut)
+	cmd.Flags().Bool("version", false, "Print the version of "+displayName+" and exit")
+	cmd.SetVersionTemplate("{{.DisplayName}} {{.Version}}\n")
+	cmd.CompletionOptions.DisableDefaultCmd = true
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return &UsageError{Cmd: c, Err: err}
+	})
+	o.AddFlags(cmd)
+	cmd.AddCommand(NewCmdCluster(o, clusterRun), NewCmdAuthz(o, authzRun))
+	return cmd
+}
+
+// fixedCompletions completes a flag or argument from a fixed list.
+func fixedCompletions(values ...string) cobra.CompletionFunc {
+	return func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		return values, cobra.ShellCompDirectiveNoFileComp
+	}
+}

@@ -1,0 +1,78 @@
+package render
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
+)
+
+// KindList is the kind of the document that wraps several Results.
+const KindList = "List"
+
+// List is the json/yaml document for a command that explains several subjects (authz -l).
+type List struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Items      []*explain.Result `json:"items"`
+}
+
+// dataPrinter prints the Result document as JSON or YAML: one struct drives both, the YAML
+// is the JSON converted by sigs.k8s.io/yaml (keys sorted, as kubectl prints).
+type dataPrinter struct{ yaml bool }
+
+func (p dataPrinter) Print(w io.Writer, r *explain.Result) error {
+	return p.write(w, normalize(r))
+}
+
+func (p dataPrinter) PrintList(w io.Writer, rs []*explain.Result) error {
+	l := List{APIVersion: explain.APIVersion, Kind: KindList, Items: make([]*explain.Result, 0, len(rs))}
+	for _, r := range rs {
+		l.Items = append(l.Items, normalize(r))
+	}
+	return p.write(w, l)
+}
+
+func (p dataPrinter) write(w io.Writer, v any) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	out := buf.Bytes()
+	if p.yaml {
+		y, err := yaml.JSONToYAML(out)
+		if err != nil {
+			return err
+		}
+		out = y
+	}
+	_, err := w.Write(out)
+	return err
+}
+
+// normalize returns a shallow copy of r whose list fields are empty rather than nil, so the
+// document always has `objects: []`, `diagnostics: []` and `origins: []`. r is not changed.
+func normalize(r *explain.Result) *explain.Result {
+	if r == nil {
+		return &explain.Result{Objects: []explain.Object{}, Diagnostics: []explain.Diagnostic{}}
+	}
+	c := *r
+	c.Objects = make([]explain.Object, len(r.Objects))
+	for i, o := range r.Objects {
+		if o.Origins == nil {
+			o.Origins = []provenance.FieldTrace{}
+		}
+		c.Objects[i] = o
+	}
+	if c.Diagnostics == nil {
+		c.Diagnostics = []explain.Diagnostic{}
+	}
+	return &c
+}

@@ -1,0 +1,369 @@
+package render
+
+import (
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/lipgloss/table"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
+)
+
+// tablePrinter prints the human form: the subject, the sections, per object a header and a
+// FIELD | VALUE | ORIGIN table (wide adds SHADOWED), then diagnostics and warnings.
+type tablePrinter struct {
+	opts Options
+	wide bool
+}
+
+func (p *tablePrinter) Print(w io.Writer, r *explain.Result) error {
+	return p.PrintList(w, []*explain.Result{r})
+}
+
+func (p *tablePrinter) PrintList(w io.Writer, rs []*explain.Result) error {
+	th := NewTheme(w, p.opts.ColorOn())
+	var blocks []string
+	for _, r := range rs {
+		if r == nil {
+			continue
+		}
+		blocks = append(blocks, p.result(th, r)...)
+	}
+	if len(blocks) == 0 {
+		return nil
+	}
+	_, err := io.WriteString(w, strings.Join(blocks, "\n\n")+"\n")
+	return err
+}
+
+// result returns the blocks of one Result; blocks are separated by one blank line.
+func (p *tablePrinter) result(th Theme, r *explain.Result) []string {
+	blocks := []string{th.Title.Render(subjectLine(r.Subject))}
+	for _, s := range r.Sections {
+		if s.Wide && !p.wide {
+			continue
+		}
+		blocks = append(blocks, p.section(th, s))
+	}
+	if len(r.Objects) == 0 {
+		blocks = append(blocks, noObjectsLine(r.Subject))
+	}
+	for _, o := range r.Objects {
+		block := p.objectHeader(th, r, o)
+		if len(o.Origins) > 0 {
+			block += "\n" + p.fields(th, o)
+		}
+		blocks = append(blocks, block)
+	}
+	if len(r.Diagnostics) > 0 {
+		blocks = append(blocks, th.Heading.Render("DIAGNOSTICS")+"\n"+p.diagnostics(th, r.Diagnostics))
+	}
+	if len(r.Warnings) > 0 {
+		lines := []string{th.Heading.Render("WARNINGS")}
+		for _, msg := range r.Warnings {
+			lines = append(lines, th.Warning.Render(wrapCell("warning: "+msg, p.opts.width())))
+		}
+		blocks = append(blocks, strings.Join(lines, "\n"))
+	}
+	return blocks
+}
+
+// subjectLine is the first line of a result: what was explained.
+func subjectLine(s explain.Subject) string {
+	var b strings.Builder
+	switch s.Kind {
+	case "Host":
+		b.WriteString("Host " + s.Host)
+		if s.Port != 0 {
+			b.WriteString(", port " + strconv.FormatUint(uint64(s.Port), 10))
+		}
+		if s.Subset != "" {
+			b.WriteString(", subset " + s.Subset)
+		}
+	case "Workload":
+		b.WriteString("Workload " + s.Workload)
+		if s.Namespace != "" {
+			b.WriteString(" in namespace " + s.Namespace)
+		}
+	default:
+		b.WriteString(strings.TrimSpace(s.Kind + " " + firstNonEmpty(s.Host, s.Workload)))
+	}
+	if s.Resource != nil {
+		b.WriteString(" (" + s.Resource.String() + ")")
+	}
+	return b.String()
+}
+
+func noObjectsLine(s explain.Subject) string {
+	switch s.Kind {
+	case "Host":
+		return "No cluster is generated for this host."
+	case "Workload":
+		return "No Authorization applies to this workload."
+	}
+	return "Nothing is generated."
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// objectHeader is `<Kind> <name>` and the summary lines, aligned.
+func (p *tablePrinter) objectHeader(th Theme, r *explain.Result, o explain.Object) string {
+	title := th.Title.Render(shortKind(o.Kind) + " " + o.Name)
+	if o.Missing {
+		title += " " + th.Missing.Render("(missing: istiod does not generate it)")
+	}
+	summary := append([]explain.Summary(nil), o.Summary...)
+	if r.Proxy != nil && r.Proxy.Description != "" && !hasSummary(summary, "client proxy") {
+		summary = append(summary, explain.Summary{Name: "client proxy", Value: r.Proxy.Description})
+	}
+	width := 0
+	for _, s := range summary {
+		width = max(width, lipgloss.Width(s.Name)+1)
+	}
+	lines := []string{title}
+	for _, s := range summary {
+		label := s.Name + ":"
+		pad := strings.Repeat(" ", width-lipgloss.Width(label)+1)
+		lines = append(lines, "  "+th.Label.Render(label)+pad+s.Value)
+	}
+	return strings.Join(lines, "\n")
+}
+
+func hasSummary(ss []explain.Summary, name string) bool {
+	for _, s := range ss {
+		if strings.EqualFold(s.Name, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// shortKind turns a proto type name into its message name: envoy.config.cluster.v3.Cluster → Cluster.
+func shortKind(kind string) string {
+	if i := strings.LastIndexByte(kind, '.'); i >= 0 {
+		return kind[i+1:]
+	}
+	return kind
+}
+
+// rowInfo says how a row of the field table is styled.
+type rowInfo struct {
+	blank bool
+	trace provenance.FieldTrace
+}
+
+// fields is the FIELD | VALUE | ORIGIN [| SHADOWED] table of one object. Rows are grouped by
+// block: first the top-level scalars, then one group per first path segment in order of first
+// appearance, groups separated by an empty row.
+func (p *tablePrinter) fields(th Theme, o explain.Object) string {
+	headers := []string{"FIELD", "VALUE", "ORIGIN"}
+	if p.wide {
+		headers = append(headers, "SHADOWED")
+	}
+	var infos []rowInfo
+	var rows [][]string
+	for gi, group := range groupByBlock(o.Origins) {
+		if gi > 0 {
+			infos = append(infos, rowInfo{blank: true})
+			rows = append(rows, make([]string, len(headers)))
+		}
+		for _, t := range group {
+			row := []string{t.Path, valueText(t), originText(t.Origin)}
+			if p.wide {
+				row = append(row, shadowText(t.Shadowed))
+			}
+			infos = append(infos, rowInfo{trace: t})
+			rows = append(rows, row)
+		}
+	}
+	return th.table(headers, rows, p.opts.width(), func(row, col int) lipgloss.Style {
+		info := infos[row]
+		if info.blank {
+			return th.Cell
+		}
+		switch col {
+		case 0:
+			return th.Field
+		case 1:
+			if info.trace.NotSent {
+				return th.NotSent
+			}
+			return th.Value
+		case 2:
+			return th.Origin(info.trace.Origin.Layer)
+		default:
+			return th.Shadowed
+		}
+	})
+}
+
+// groupByBlock splits traces into the top-level scalars and one group per block.
+func groupByBlock(traces []provenance.FieldTrace) [][]provenance.FieldTrace {
+	var scalars []provenance.FieldTrace
+	var order []string
+	blocks := map[string][]provenance.FieldTrace{}
+	for _, t := range traces {
+		b := blockOf(t.Path)
+		if b == "" {
+			scalars = append(scalars, t)
+			continue
+		}
+		if _, ok := blocks[b]; !ok {
+			order = append(order, b)
+		}
+		blocks[b] = append(blocks[b], t)
+	}
+	var out [][]provenance.FieldTrace
+	if len(scalars) > 0 {
+		out = append(out, scalars)
+	}
+	for _, b := range order {
+		out = append(out, blocks[b])
+	}
+	return out
+}
+
+// blockOf returns the first segment of a path that has more than one, or "".
+func blockOf(path string) string {
+	if i := strings.IndexAny(path, ".["); i > 0 {
+		return path[:i]
+	}
+	return ""
+}
+
+// valueText is a VALUE cell: the value, `""` for an empty one, `-` for a path that only
+// carries shadowed candidates, and a "(not sent)" mark for Envoy defaults.
+func valueText(t provenance.FieldTrace) string {
+	v := t.Value
+	switch {
+	case v == "" && isZeroOrigin(t.Origin):
+		return "-"
+	case v == "":
+		v = `""`
+	}
+	if t.NotSent {
+		v += " (not sent)"
+	}
+	return v
+}
+
+func isZeroOrigin(o provenance.Origin) bool {
+	return o.Layer == "" && o.Resource == nil && o.Field == "" && o.Position == nil
+}
+
+// originText is an ORIGIN cell: Origin.String(), and its note on a second line.
+func originText(o provenance.Origin) string {
+	if isZeroOrigin(o) {
+		return "-"
+	}
+	s := o.String()
+	if o.Note != "" {
+		s += "\n↳ " + o.Note
+	}
+	return s
+}
+
+// shadowText is a SHADOWED cell: one line per candidate that lost, most recent first.
+func shadowText(ss []provenance.Shadow) string {
+	lines := make([]string, 0, len(ss))
+	for _, s := range ss {
+		lines = append(lines, shadowLine(s))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// shadowLine spells one shadow: `10s from MeshConfig · connectTimeout (overridden)`.
+func shadowLine(s provenance.Shadow) string {
+	var b strings.Builder
+	if s.Value != "" {
+		b.WriteString(s.Value + " from ")
+	}
+	b.WriteString(s.Origin.String())
+	if s.Reason != "" {
+		b.WriteString(" (" + s.Reason + ")")
+	}
+	return b.String()
+}
+
+// section is a Section's title and table.
+func (p *tablePrinter) section(th Theme, s explain.Section) string {
+	headers := make([]string, len(s.Columns))
+	for i, c := range s.Columns {
+		headers[i] = strings.ToUpper(c)
+	}
+	title := th.Heading.Render(strings.ToUpper(s.Title))
+	if len(s.Rows) == 0 {
+		return title + "\n(none)"
+	}
+	return title + "\n" + th.table(headers, s.Rows, p.opts.width(), func(int, int) lipgloss.Style { return th.Cell })
+}
+
+// diagnostics is the SEVERITY | ID | MESSAGE table; resources and the fix follow the message.
+func (p *tablePrinter) diagnostics(th Theme, ds []explain.Diagnostic) string {
+	rows := make([][]string, 0, len(ds))
+	for _, d := range ds {
+		msg := d.Message
+		if len(d.Resources) > 0 {
+			refs := make([]string, len(d.Resources))
+			for i, r := range d.Resources {
+				refs[i] = r.String()
+			}
+			msg += "\nresources: " + strings.Join(refs, ", ")
+		}
+		if d.Fix != "" {
+			msg += "\nfix: " + d.Fix
+		}
+		rows = append(rows, []string{string(d.Severity), d.ID, msg})
+	}
+	return th.table([]string{"SEVERITY", "ID", "MESSAGE"}, rows, p.opts.width(), func(row, col int) lipgloss.Style {
+		if col == 0 {
+			return th.Severity(ds[row].Severity)
+		}
+		return th.Cell
+	})
+}
+
+// table renders a borderless table no wider than width: cells are wrapped to the widths
+// fitColumns picks, and trailing blanks are trimmed from every line.
+func (th Theme) table(headers []string, rows [][]string, width int, style func(row, col int) lipgloss.Style) string {
+	widths := fitColumns(headers, rows, width)
+	wrapped := make([][]string, len(rows))
+	for i, row := range rows {
+		wrapped[i] = make([]string, len(row))
+		for j, cell := range row {
+			if j < len(widths) {
+				cell = wrapCell(cell, widths[j])
+			}
+			wrapped[i][j] = cell
+		}
+	}
+	out := table.New().
+		Border(lipgloss.HiddenBorder()).
+		BorderStyle(th.Border).
+		BorderTop(false).BorderBottom(false).BorderLeft(false).BorderRight(false).
+		BorderHeader(false).BorderColumn(true).BorderRow(false).
+		Headers(headers...).
+		Rows(wrapped...).
+		StyleFunc(func(row, col int) lipgloss.Style {
+			if row == table.HeaderRow {
+				return th.Header
+			}
+			return style(row, col)
+		}).
+		String()
+	lines := strings.Split(out, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	return strings.Join(lines, "\n")
+}
