@@ -4,9 +4,19 @@
 //
 // It owns: ambient capture, the effective PeerAuthentication chain, PeerAuthentication and
 // AuthorizationPolicy conversion, the workload's policy key list, and the authz diagnostics.
-// It may import: model, explain, provenance, istio.io/api types.
-// It must not import cli, render, source, cobra, lipgloss or client-go.
+// It may import: model, explain, provenance; istio.io/api and istio.io/client-go API types;
+// k8s.io/api and k8s.io/apimachinery types; sigs.k8s.io/yaml.
+// It must not import cli, render, source, cobra, lipgloss or client-go clients.
 // Reference: shared/spec/authz.md; the code of istio.io/istio (the version conformance/ pins) wins.
+//
+// Entry points: Explain (one Result per pod), WriteZtunnel (the `-o ztunnel` printer), and the
+// conversions ConvertAuthorizationPolicy and ConvertPeerAuthentication, which the conformance
+// module drives like Istio's TestRBACConvert.
+//
+// Emulated version: istio.io/istio v0.0.0-20260827124520-eed52ebb66ad with istiod's default
+// feature flags (AMBIENT_ENABLE_DRY_RUN_AUTHORIZATION_POLICY off,
+// PILOT_AUTO_ALLOW_WAYPOINT_POLICY off, AMBIENT_ENABLE_STATUS on). In that version DENY
+// policies with HTTP attributes still get the single "more restrictive" status text.
 package ztunnelauthz
 
 // WorkloadRef names the workload(s) to explain.
@@ -24,4 +34,8 @@ type Query struct {
 	Workload WorkloadRef
 	// Selector is a label selector (`-l app=a`) resolved to the pods of Namespace.
 	Selector string
+	// Revision is the istiod revision whose view is explained (`--revision`). istiod watches
+	// only the policies without an `istio.io/rev` label or with this revision
+	// (ambientindex.go inRevision); empty means an istiod without revision, which sees all.
+	Revision string
 }

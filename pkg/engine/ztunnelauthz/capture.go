@@ -1,0 +1,155 @@
+package ztunnelauthz
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
+)
+
+// Labels and annotations that decide ambient capture.
+const (
+	dataplaneModeLabel     = "istio.io/dataplane-mode" // label.IoIstioDataplaneMode
+	dataplaneModeAmbient   = "ambient"
+	dataplaneModeNone      = "none"
+	sidecarStatusAnno      = "sidecar.istio.io/status"      // annotation.SidecarStatus
+	ambientRedirectionAnno = "ambient.istio.io/redirection" // annotation.AmbientRedirection
+	useWaypointLabel       = "istio.io/use-waypoint"
+	useWaypointNsLabel     = "istio.io/use-waypoint-namespace"
+	proxyContainerName     = "istio-proxy"
+)
+
+// captureResult says whether ztunnel handles the pod's inbound traffic.
+type captureResult struct {
+	captured bool
+	// reason is one plain sentence.
+	reason string
+	rows   [][]string
+	diags  []explain.Diagnostic
+}
+
+// decideCapture reproduces the istio-cni enablement decision with the default
+// ambient.enablementSelectors (manifests/charts/istio-cni/values.yaml,
+// cni/pkg/util/enablement_selector.go CompiledEnablementSelectors.Matches):
+//
+//	host-network pods and pods with a sidecar (the sidecar.istio.io/status annotation,
+//	podutil.go podHasSidecar) are never captured;
+//	a pod labelled istio.io/dataplane-mode=ambient is captured wherever it runs;
+//	a pod in a namespace labelled istio.io/dataplane-mode=ambient is captured unless the pod
+//	is labelled istio.io/dataplane-mode=none.
+//
+// istiod itself builds a Workload (with its policy keys) for every pod with an IP, captured or
+// not; only a captured pod's inbound traffic passes through ztunnel's policy check.
+func decideCapture(snap *model.Snapshot, pod *corev1.Pod) captureResult {
+	var c captureResult
+	podRef := model.ObjectKey{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name}
+	ns := snap.Namespace(pod.Namespace)
+	nsVal, nsHas := "", false
+	nsSource := "Namespace " + pod.Namespace + " (not in the input)"
+	if ns != nil {
+		nsVal, nsHas = ns.Labels[dataplaneModeLabel]
+		nsSource = originString(snap, model.ObjectKey{Kind: "Namespace", Name: ns.Name}, "metadata.labels["+dataplaneModeLabel+"]")
+	}
+	podVal, podHas := pod.Labels[dataplaneModeLabel]
+	podSource := originString(snap, podRef, "metadata.labels["+dataplaneModeLabel+"]")
+	_, sidecarAnno := pod.Annotations[sidecarStatusAnno]
+	sidecarContainer := false
+	for _, ct := range append(append([]corev1.Container{}, pod.Spec.Containers...), pod.Spec.InitContainers...) {
+		if ct.Name == proxyContainerName {
+			sidecarContainer = true
+		}
+	}
+	show := func(v string, has bool) string {
+		if !has {
+			return "(unset)"
+		}
+		return v
+	}
+	c.rows = append(c.rows,
+		[]string{"namespace label " + dataplaneModeLabel, show(nsVal, nsHas), nsSource},
+		[]string{"pod label " + dataplaneModeLabel, show(podVal, podHas), podSource},
+	)
+	sidecar := "none"
+	switch {
+	case sidecarAnno:
+		sidecar = "injected (annotation " + sidecarStatusAnno + ")"
+	case sidecarContainer:
+		sidecar = "container " + proxyContainerName + " without annotation " + sidecarStatusAnno + " (not seen as a sidecar)"
+	}
+	sidecarSource := podRef.Ref().String()
+	switch {
+	case sidecarAnno:
+		sidecarSource = originString(snap, podRef, "metadata.annotations["+sidecarStatusAnno+"]")
+	case sidecarContainer:
+		sidecarSource = originString(snap, podRef, "spec.containers")
+	}
+	c.rows = append(c.rows, []string{"sidecar", sidecar, sidecarSource})
+	if pod.Spec.HostNetwork {
+		c.rows = append(c.rows, []string{"hostNetwork", "true", originString(snap, podRef, "spec.hostNetwork")})
+	}
+
+	switch {
+	case pod.Spec.HostNetwork:
+		c.reason = "pod uses the host network; istio-cni never captures host-network pods"
+	case sidecarAnno:
+		c.reason = "pod has a sidecar; a pod is never both sidecar-injected and captured by ztunnel, so its sidecar enforces policy instead"
+	case podHas && podVal == dataplaneModeAmbient:
+		c.captured = true
+		c.reason = "pod is labelled " + dataplaneModeLabel + "=ambient"
+	case podHas && podVal == dataplaneModeNone:
+		c.reason = "pod opts out with " + dataplaneModeLabel + "=none"
+	case nsHas && nsVal == dataplaneModeAmbient:
+		c.captured = true
+		c.reason = "namespace " + pod.Namespace + " is labelled " + dataplaneModeLabel + "=ambient"
+	default:
+		c.reason = "neither the pod nor namespace " + pod.Namespace + " is labelled " + dataplaneModeLabel + "=ambient"
+	}
+	if c.captured {
+		c.rows = append(c.rows, []string{"result", "captured by ztunnel", c.reason})
+	} else {
+		c.rows = append(c.rows, []string{"result", "NOT captured by ztunnel", c.reason})
+		fix := "label the namespace " + dataplaneModeLabel + "=ambient (or the pod), and remove any sidecar"
+		switch {
+		case pod.Spec.HostNetwork:
+			fix = "host-network pods cannot be in ambient mode"
+		case sidecarAnno:
+			fix = "use `kubectl mesh-explain` sidecar commands for this pod, or remove the sidecar injection to move it to ambient"
+		case podHas && podVal == dataplaneModeNone:
+			fix = "remove the pod label " + dataplaneModeLabel + "=none"
+		}
+		c.diags = append(c.diags, explain.Diagnostic{ID: diagNotCaptured, Severity: explain.SeverityWarning,
+			Message:   fmt.Sprintf("pod %s/%s is not captured by ztunnel (%s): istiod still lists the policies below for it, but ztunnel enforces none of them on its inbound traffic", pod.Namespace, pod.Name, c.reason),
+			Resources: []provenance.Ref{podRef.Ref()}, Fix: fix})
+	}
+	// istio-cni recognises a sidecar only by its status annotation (podHasSidecar); a bare
+	// istio-proxy container does not stop capture.
+	if sidecarContainer && !sidecarAnno {
+		c.diags = append(c.diags, explain.Diagnostic{ID: diagNotCaptured, Severity: explain.SeverityWarning,
+			Message:   fmt.Sprintf("spec.containers: pod %s/%s has an %s container but no %s annotation, so istio-cni does not treat it as a sidecar pod (captured: %v)", pod.Namespace, pod.Name, proxyContainerName, sidecarStatusAnno, c.captured),
+			Resources: []provenance.Ref{podRef.Ref()},
+			Fix:       "inject the sidecar through the injector (which sets the annotation), or remove the container"})
+	}
+	if v, ok := pod.Annotations[dataplaneModeLabel]; ok {
+		c.diags = append(c.diags, explain.Diagnostic{ID: diagAnnotationIgnore, Severity: explain.SeverityWarning,
+			Message:   fmt.Sprintf("metadata.annotations[%s]: %q is an annotation; capture reads only the label of that name, so it has no effect", dataplaneModeLabel, v),
+			Resources: []provenance.Ref{podRef.Ref()}, Fix: "set it as a label instead"})
+	}
+	// Live pods carry istio-cni's verdict; say so when it disagrees with the inference.
+	if v, ok := pod.Annotations[ambientRedirectionAnno]; ok {
+		c.rows = append(c.rows, []string{"annotation " + ambientRedirectionAnno, v, originString(snap, podRef, "metadata.annotations["+ambientRedirectionAnno+"]")})
+		if (v == "enabled") != c.captured {
+			c.diags = append(c.diags, explain.Diagnostic{ID: diagNotCaptured, Severity: explain.SeverityWarning,
+				Message:   fmt.Sprintf("istio-cni marked the pod %s=%s, which disagrees with the labels (they say: %s); istio-cni may use custom enablement selectors or has not reconciled yet", ambientRedirectionAnno, v, c.reason),
+				Resources: []provenance.Ref{podRef.Ref()}, Fix: "restart the pod after changing dataplane-mode labels"})
+		}
+	}
+	return c
+}
+
+// originString is the human spelling of a field's origin: `Pod foo/a · metadata.labels[x] (f.yaml:3)`.
+func originString(snap *model.Snapshot, k model.ObjectKey, field string) string {
+	return snap.Origin("", k, field).String()
+}

@@ -1,0 +1,515 @@
+package ztunnelauthz
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	securityv1 "istio.io/client-go/pkg/apis/security/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
+)
+
+// ObjectKind is the explain.Object kind of a ztunnel policy.
+const ObjectKind = "istio.security.Authorization"
+
+// Summary names and values that tell a listed policy from one that applies by scope.
+const (
+	// SummaryAttachment is the Summary entry saying how a policy reaches the workload.
+	SummaryAttachment = "attachment"
+	// AttachmentListedPrefix starts the attachment of a policy in the workload's key list:
+	// `listed (key 2 of 3)`.
+	AttachmentListedPrefix = "listed"
+	// AttachmentScope is the attachment of a GLOBAL or NAMESPACE policy.
+	AttachmentScope = "applies by scope (not in the workload's list)"
+)
+
+// Explain reports, for each pod the query names, the ztunnel Authorization policies istiod
+// would push for it, in the order of the workload's key list, plus the policies that apply by
+// scope, with the origin of every group, rule and match.
+func Explain(snap *model.Snapshot, q Query) ([]*explain.Result, error) {
+	if snap == nil {
+		return nil, errors.New("no snapshot to explain")
+	}
+	pods, err := resolvePods(snap, q)
+	if err != nil {
+		return nil, err
+	}
+	p := buildPool(snap, q.Revision)
+	out := make([]*explain.Result, 0, len(pods))
+	for _, pod := range pods {
+		out = append(out, explainPod(snap, p, pod, q))
+	}
+	return out, nil
+}
+
+// workload is the state of one pod's explanation.
+type workload struct {
+	snap *model.Snapshot
+	pool *pool
+	pod  *corev1.Pod
+	q    Query
+	res  *explain.Result
+
+	capture captureResult
+	chain   *chain
+	// apKeys are the AuthorizationPolicy keys, sorted; keys the full list in istiod's order.
+	apKeys, keys []string
+	// nilLabelKeys are AP keys listed only because the pod's label map is nil.
+	nilLabelKeys []string
+	// inEffect are the pool policies ztunnel evaluates for the pod (listed and present, or by
+	// scope); paInEffect only those derived from PeerAuthentication.
+	inEffect, paInEffect []*Authorization
+	waypoint             waypointInfo
+}
+
+func explainPod(snap *model.Snapshot, p *pool, pod *corev1.Pod, q Query) *explain.Result {
+	podRef := model.ObjectKey{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name}.Ref()
+	w := &workload{snap: snap, pool: p, pod: pod, q: q, res: &explain.Result{
+		APIVersion: explain.APIVersion,
+		Kind:       explain.KindAuthzExplanation,
+		Subject:    explain.Subject{Kind: "Workload", Namespace: pod.Namespace, Workload: "pod/" + pod.Name, Resource: &podRef},
+	}}
+	w.capture = decideCapture(snap, pod)
+	w.chain = buildChain(p, pod)
+	w.waypoint = findWaypoints(snap, pod)
+	w.computeKeys()
+	w.addObjects()
+
+	w.res.Sections = append(w.res.Sections, explain.Section{Title: "Capture", Columns: []string{"CHECK", "VALUE", "SOURCE"}, Rows: w.capture.rows})
+	w.res.Sections = append(w.res.Sections, w.chain.sections()...)
+	w.res.Sections = append(w.res.Sections, w.keySection())
+	w.res.Sections = append(w.res.Sections, w.notAppliedSections()...)
+	if s := w.waypointPolicySection(); s != nil {
+		w.res.Sections = append(w.res.Sections, *s)
+	}
+	w.res.Sections = append(w.res.Sections, w.readingSection())
+	if s := w.waypointSection(); s != nil {
+		w.res.Sections = append(w.res.Sections, *s)
+	}
+
+	w.res.Diagnostics = append(w.res.Diagnostics, w.capture.diags...)
+	w.res.Diagnostics = append(w.res.Diagnostics, w.chain.diagnostics(pod)...)
+	w.res.Diagnostics = append(w.res.Diagnostics, w.keyDiagnostics()...)
+	w.res.Diagnostics = append(w.res.Diagnostics, w.policyDiagnostics()...)
+	w.res.Diagnostics = append(w.res.Diagnostics, w.servicePortDiagnostics()...)
+	w.res.Diagnostics = append(w.res.Diagnostics, w.loadDiagnostics()...)
+	if w.res.Objects == nil {
+		w.res.Objects = []explain.Object{}
+	}
+	w.res.Diagnostics = sortDiagnostics(w.res.Diagnostics)
+	if w.res.Diagnostics == nil {
+		w.res.Diagnostics = []explain.Diagnostic{}
+	}
+	for _, kind := range []string{"PeerAuthentication", "AuthorizationPolicy", "Pod", "Namespace"} {
+		if why, ok := snap.Incomplete[kind]; ok {
+			w.res.Warnings = append(w.res.Warnings, fmt.Sprintf("%s objects could not be read (%s): the policies shown may be incomplete", kind, why))
+		}
+	}
+	return w.res
+}
+
+// computeKeys builds the workload's authorization_policies list the way
+// workloads.go buildWorkloadPolicies does: the sorted AuthorizationPolicy keys, then the
+// PeerAuthentication keys.
+func (w *workload) computeKeys() {
+	for _, ap := range w.pool.aps {
+		if !w.apListed(ap) {
+			continue
+		}
+		key := ap.conv.auth.Key()
+		w.apKeys = append(w.apKeys, key)
+		if len(w.pod.Labels) == 0 {
+			// A non-empty selector can never select a pod without labels; only the quirk lists it.
+			w.nilLabelKeys = append(w.nilLabelKeys, key)
+		}
+	}
+	slices.Sort(w.apKeys)
+	slices.Sort(w.nilLabelKeys)
+	w.keys = append(append([]string{}, w.apKeys...), w.chain.keys.keys()...)
+}
+
+// apListed says whether istiod lists a converted AuthorizationPolicy for the pod: it lives in
+// the pod's namespace or the root namespace, has a non-empty matchLabels, and the matchLabels
+// are a subset of the pod's labels. krt.FilterSelects skips label matching entirely when the
+// pod's label map is nil, so a pod without labels lists every such policy. An empty label map
+// counts as nil: the Kubernetes API drops `labels: {}` (omitempty), so a pod read from the
+// cluster never has an empty non-nil map.
+func (w *workload) apListed(ap *apInfo) bool {
+	a := ap.conv.auth
+	if a == nil || (a.Namespace != w.pool.root && a.Namespace != w.pod.Namespace) {
+		return false
+	}
+	sel := ap.obj.Spec.GetSelector().GetMatchLabels()
+	if len(sel) == 0 {
+		return false
+	}
+	return len(w.pod.Labels) == 0 || subsetOf(sel, w.pod.Labels)
+}
+
+// appliesByScope says whether ztunnel applies a pool policy to the pod without a key: every
+// GLOBAL policy and the NAMESPACE policies of the pod's namespace (ztunnel src/state.rs).
+func (w *workload) appliesByScope(a *Authorization) bool {
+	return a.Scope == ScopeGlobal || (a.Scope == ScopeNamespace && a.Namespace == w.pod.Namespace)
+}
+
+// addObjects turns the key list and the scope policies into Objects. What ztunnel evaluates
+// for the pod (assert_rbac in ztunnel src/state.rs) is the union of both; keys that are not in
+// the pool are skipped there, and become Missing objects here.
+func (w *workload) addObjects() {
+	n := len(w.keys)
+	for i, key := range w.keys {
+		attach := fmt.Sprintf("%s (key %d of %d)", AttachmentListedPrefix, i+1, n)
+		e := w.pool.entries[key]
+		if e == nil {
+			w.res.Objects = append(w.res.Objects, w.missingObject(key, attach))
+			continue
+		}
+		w.res.Objects = append(w.res.Objects, w.object(e, attach))
+		w.inEffect = append(w.inEffect, e.auth)
+		if e.ap == nil {
+			w.paInEffect = append(w.paInEffect, e.auth)
+		}
+	}
+	for _, key := range w.pool.sortedKeys() {
+		e := w.pool.entries[key]
+		if !w.appliesByScope(e.auth) {
+			continue
+		}
+		w.res.Objects = append(w.res.Objects, w.object(e, AttachmentScope))
+		w.inEffect = append(w.inEffect, e.auth)
+	}
+}
+
+// object renders one pool policy with its origins. The static policy's origins depend on the
+// workload (which PeerAuthentication made it STRICT), so they are recorded here.
+func (w *workload) object(e *poolEntry, attach string) explain.Object {
+	o := explain.Object{Kind: ObjectKind, Name: e.key, Summary: []explain.Summary{{Name: SummaryAttachment, Value: attach}}}
+	if js, err := e.auth.JSON(); err == nil {
+		o.Value = js
+	}
+	rec := e.rec
+	switch {
+	case e.ap != nil:
+		ref := e.ap.ref()
+		o.Summary = append(o.Summary, explain.Summary{Name: "source", Value: ref.String()})
+		if strings.HasPrefix(attach, AttachmentListedPrefix) {
+			why := "spec.selector matches the pod's labels"
+			if slices.Contains(w.nilLabelKeys, e.key) {
+				why = "the pod has no labels at all, and istiod then lists every selector policy of its namespace and the root namespace"
+			}
+			o.Summary = append(o.Summary, explain.Summary{Name: "listed because", Value: why})
+		}
+		if st := e.ap.conv.status; st != nil {
+			o.Summary = append(o.Summary, explain.Summary{Name: ConditionZtunnelAccepted, Value: st.String()})
+		}
+	case e.pa != nil:
+		o.Summary = append(o.Summary, explain.Summary{Name: "source", Value: paRefString(e.pa.obj)})
+		if w.chain.wl == e.pa.obj && w.chain.keys.portKey == e.key {
+			o.Summary = append(o.Summary, explain.Summary{Name: "listed because", Value: w.chain.keys.portKeyReason})
+		}
+		o.Summary = append(o.Summary, explain.Summary{Name: "parents", Value: parentsText(e.pa)})
+	default:
+		o.Summary = append(o.Summary, explain.Summary{Name: "source", Value: provenance.LayerTitle(provenance.LayerStaticPolicy)})
+		because := provenance.Origin{Layer: provenance.LayerStaticPolicy, Note: "pushed whenever any PeerAuthentication exists"}
+		if w.chain.keys.strictFrom != nil {
+			because = paOrigin(w.snap, w.chain.keys.strictFrom).at("spec.mtls.mode", "effective mode STRICT: deny connections without a peer identity")
+			o.Summary = append(o.Summary, explain.Summary{Name: "listed because", Value: "effective mode STRICT from " + paRefString(w.chain.keys.strictFrom)})
+		}
+		rec = staticStrictTraces(e.auth, because)
+	}
+	o.Summary = append(o.Summary,
+		explain.Summary{Name: "scope", Value: e.auth.Scope.String()},
+		explain.Summary{Name: "action", Value: e.auth.Action.String()})
+	if rec != nil {
+		o.Origins = rec.Traces()
+	}
+	if o.Origins == nil {
+		o.Origins = []provenance.FieldTrace{}
+	}
+	return o
+}
+
+// parentsText names the parents a PeerAuthentication was converted with.
+func parentsText(c *paConversion) string {
+	s := func(pa *securityv1.PeerAuthentication) string {
+		if pa == nil {
+			return "none"
+		}
+		return pa.Namespace + "/" + pa.Name + " (" + paMode(pa).String() + ")"
+	}
+	return "namespace " + s(c.nsParent) + ", root " + s(c.rootParent)
+}
+
+// missingObject is a key istiod lists but does not push: ztunnel skips it with a warning.
+func (w *workload) missingObject(key, attach string) explain.Object {
+	o := explain.Object{Kind: ObjectKind, Name: key, Missing: true,
+		Summary: []explain.Summary{{Name: SummaryAttachment, Value: attach}}}
+	var trace provenance.FieldTrace
+	trace.Path = "name"
+	trace.Value = key[strings.IndexByte(key, '/')+1:]
+	if wl := w.chain.wl; wl != nil && key == w.chain.keys.portKey {
+		o.Summary = append(o.Summary,
+			explain.Summary{Name: "source", Value: paRefString(wl)},
+			explain.Summary{Name: "listed because", Value: w.chain.keys.portKeyReason},
+			explain.Summary{Name: "note", Value: "istiod lists this key but converts the PeerAuthentication to nothing; ztunnel skips the key"})
+		trace.Origin = paOrigin(w.snap, wl).at("spec.portLevelMtls", w.chain.keys.portKeyReason)
+	} else {
+		o.Summary = append(o.Summary, explain.Summary{Name: "note", Value: "no such policy in the pool; ztunnel skips the key"})
+		trace.Origin = provenance.Origin{Layer: provenance.LayerIstioDefault, Note: "listed by istiod"}
+	}
+	o.Origins = []provenance.FieldTrace{trace}
+	return o
+}
+
+// keySection lists the workload's keys in istiod's order with the input behind each, so the
+// list can be diffed against `istioctl ztunnel-config` or a WDS dump.
+func (w *workload) keySection() explain.Section {
+	s := explain.Section{Title: "Policy keys", Columns: []string{"#", "KEY", "FROM", "PUSHED"}}
+	for i, k := range w.keys {
+		from := ""
+		e := w.pool.entries[k]
+		switch {
+		case slices.Contains(w.apKeys, k) && e != nil:
+			from = e.ap.ref().String() + " · spec.selector"
+		case k == w.chain.keys.staticKey():
+			from = "PeerAuthentication chain: effective STRICT"
+		case k == w.chain.keys.portKey && w.chain.wl != nil:
+			from = paRefString(w.chain.wl) + " · spec.portLevelMtls"
+		}
+		pushed := "yes"
+		if e == nil {
+			pushed = "no: dangling key, ztunnel skips it"
+		}
+		s.Rows = append(s.Rows, []string{fmt.Sprint(i + 1), k, from, pushed})
+	}
+	if len(w.keys) == 0 {
+		s.Rows = append(s.Rows, []string{"", "(none)", "the workload lists no policy", ""})
+	}
+	return s
+}
+
+// relevantAP says whether an AuthorizationPolicy would reach the pod if istiod converted it:
+// it lives in the pod's namespace or the root namespace and its selector (if any) selects the
+// pod (an empty selector counts, as it looks like it would).
+func (w *workload) relevantAP(ap *securityv1.AuthorizationPolicy) bool {
+	if ap.Namespace != w.pool.root && ap.Namespace != w.pod.Namespace {
+		return false
+	}
+	sel := ap.Spec.GetSelector()
+	if sel == nil {
+		return ap.Namespace == w.pod.Namespace || ap.Namespace == w.pool.root
+	}
+	return len(w.pod.Labels) == 0 || subsetOf(sel.GetMatchLabels(), w.pod.Labels)
+}
+
+// notAppliedSections lists the policies of the pod's and the root namespace that could have
+// reached the pod but do not (spec d, item iii): dry-run, AUDIT/CUSTOM, empty selector, other
+// revisions; and, for -o wide, selector policies that do not select it.
+func (w *workload) notAppliedSections() []explain.Section {
+	main := explain.Section{Title: "Not applied", Columns: []string{"POLICY", "WHY"}}
+	wide := explain.Section{Title: "Not selecting this workload", Columns: []string{"POLICY", "WHY"}, Wide: true}
+	for _, ap := range w.pool.aps {
+		if ap.obj.Namespace != w.pool.root && ap.obj.Namespace != w.pod.Namespace {
+			continue
+		}
+		ref := ap.ref().String()
+		c := ap.conv
+		switch {
+		case len(c.targetRefs) > 0:
+			// Listed in the waypoint section.
+		case c.auth == nil && c.dryRun:
+			if w.relevantAP(ap.obj) {
+				main.Rows = append(main.Rows, []string{ref, "dry-run: not sent to ztunnel (ambient dry-run support is off by default); " + ConditionZtunnelAccepted + " " + c.status.String()})
+			}
+		case c.auth == nil:
+			if w.relevantAP(ap.obj) {
+				main.Rows = append(main.Rows, []string{ref, "action " + ap.obj.Spec.Action.String() + " is not supported by ztunnel: not sent; " + ConditionZtunnelAccepted + " " + c.status.String()})
+			}
+		case c.auth.Scope == ScopeWorkloadSelector && len(ap.obj.Spec.GetSelector().GetMatchLabels()) == 0:
+			main.Rows = append(main.Rows, []string{ref, "empty selector: WORKLOAD_SELECTOR scope but no workload lists it (no effect)"})
+		case c.auth.Scope == ScopeWorkloadSelector && !w.apListed(ap):
+			wide.Rows = append(wide.Rows, []string{ref, "spec.selector does not match the pod's labels"})
+		}
+	}
+	for _, r := range w.pool.excluded {
+		if r.Namespace == w.pool.root || r.Namespace == w.pod.Namespace {
+			main.Rows = append(main.Rows, []string{r.String(), fmt.Sprintf("labelled for another istiod revision (%s), not %q", revisionLabel, w.q.Revision)})
+		}
+	}
+	var out []explain.Section
+	if len(main.Rows) > 0 {
+		out = append(out, main)
+	}
+	if len(wide.Rows) > 0 {
+		out = append(out, wide)
+	}
+	return out
+}
+
+// keyDiagnostics reports the mismatches between the key list and the pool (spec b.4).
+func (w *workload) keyDiagnostics() []explain.Diagnostic {
+	var out []explain.Diagnostic
+	podName := w.pod.Namespace + "/" + w.pod.Name
+	for _, k := range w.keys {
+		if w.pool.entries[k] != nil {
+			continue
+		}
+		var refs []provenance.Ref
+		if w.chain.wl != nil {
+			refs = append(refs, paKey(w.chain.wl).Ref())
+		}
+		out = append(out, explain.Diagnostic{ID: diagDanglingKey, Severity: explain.SeverityWarning,
+			Message:   fmt.Sprintf("pod %s lists %s, but istiod pushes no such policy (the PeerAuthentication converts to nothing), so ztunnel skips the key", podName, k),
+			Resources: refs,
+			Fix:       "see the PeerAuthentication reading below for what is actually enforced; set the workload policy's mode explicitly (STRICT or PERMISSIVE) so key and conversion agree"})
+	}
+	// Ports whose effective plaintext verdict contradicts what the PeerAuthentications say.
+	// Keys (a.3) and conversion (b.2) use different conditions, so the listed policies can
+	// leave a STRICT port open (b.4 rows 1 and 2) or keep an exempted port strict (row 3).
+	var lost, over []string
+	for _, port := range w.ports() {
+		mode, _ := w.chain.intendedMode(w.snap, port.num)
+		rejected := strings.HasPrefix(verdict(w.paInEffect, conn{port: port.num, plaintext: true}), "denied")
+		switch {
+		case mode == modeStrict && !rejected:
+			lost = append(lost, portLabel(port.num))
+		case mode != modeStrict && rejected:
+			over = append(over, portLabel(port.num))
+		}
+	}
+	var refs []provenance.Ref
+	for _, pa := range []*securityv1.PeerAuthentication{w.chain.mesh, w.chain.ns, w.chain.wl} {
+		if pa != nil {
+			refs = append(refs, paKey(pa).Ref())
+		}
+	}
+	if len(lost) > 0 {
+		out = append(out, explain.Diagnostic{ID: diagLosesStrict, Severity: explain.SeverityError,
+			Message:   fmt.Sprintf("pod %s silently loses STRICT: its PeerAuthentications say STRICT for %s, but ztunnel accepts plaintext there", podName, strings.Join(lost, ", ")),
+			Resources: refs,
+			Fix:       "give the workload PeerAuthentication an explicit top-level mode (e.g. mtls.mode: STRICT with the port exemptions), or set the namespace policy's mode instead of leaving it UNSET"})
+	}
+	// The mechanism diagnostics (dangling key, unreferenced conversion) already explain these.
+	explained := slices.ContainsFunc(w.keys, func(k string) bool { return w.pool.entries[k] == nil })
+	if wl := w.chain.wl; wl != nil {
+		if c := w.pool.paConv[wl]; c != nil && c.auth != nil && !slices.Contains(w.keys, c.auth.Key()) {
+			explained = true
+		}
+	}
+	if len(over) > 0 && !explained {
+		out = append(out, explain.Diagnostic{ID: diagModeMismatch, Severity: explain.SeverityWarning,
+			Message:   fmt.Sprintf("pod %s: its PeerAuthentications exempt %s from STRICT, but ztunnel still rejects plaintext there", podName, strings.Join(over, ", ")),
+			Resources: refs,
+			Fix:       "use PERMISSIVE rather than DISABLE for the port exemption, or set the workload policy's mode to STRICT explicitly"})
+	}
+	// The winning workload PeerAuthentication was converted but the workload does not list it.
+	if wl := w.chain.wl; wl != nil {
+		if c := w.pool.paConv[wl]; c != nil && c.auth != nil && !slices.Contains(w.keys, c.auth.Key()) {
+			out = append(out, explain.Diagnostic{ID: diagUnreferencedPA, Severity: explain.SeverityWarning,
+				Message:   fmt.Sprintf("converted policy %s is pushed but not referenced by pod %s, so its port rules (%s) do not apply to it%s", c.auth.Key(), podName, portLevelText(wl), overText(over)),
+				Resources: []provenance.Ref{paKey(wl).Ref()},
+				Fix:       "use PERMISSIVE rather than DISABLE for the exempted port, or set the workload policy's mode to STRICT explicitly"})
+		}
+		if c := w.pool.paConv[wl]; c != nil && len(c.nsTie)+len(c.rootTie) > 0 {
+			refs := []provenance.Ref{paKey(wl).Ref()}
+			for _, t := range append(append([]*securityv1.PeerAuthentication{}, c.nsTie...), c.rootTie...) {
+				refs = append(refs, paKey(t).Ref())
+			}
+			out = append(out, explain.Diagnostic{ID: diagParentTie, Severity: explain.SeverityWarning,
+				Message:   fmt.Sprintf("the parents used to convert %s are tied on creationTimestamp with other selector-less PeerAuthentications; istiod's choice is undecidable offline (guessed %s)", paRefString(wl), parentsText(c)),
+				Resources: refs, Fix: "keep one selector-less PeerAuthentication per namespace"})
+		}
+	}
+	if len(w.nilLabelKeys) > 0 {
+		out = append(out, explain.Diagnostic{ID: diagNilLabels, Severity: explain.SeverityWarning,
+			Message:   fmt.Sprintf("pod %s has no labels, so istiod skips selector matching and lists every selector policy of its namespace and the root namespace: %s", podName, strings.Join(w.nilLabelKeys, ", ")),
+			Resources: []provenance.Ref{{Kind: "Pod", Namespace: w.pod.Namespace, Name: w.pod.Name}},
+			Fix:       "give the pod labels (controllers always do)"})
+	}
+	return out
+}
+
+// overText completes the unreferenced-conversion message with its effect.
+func overText(ports []string) string {
+	if len(ports) == 0 {
+		return ""
+	}
+	return ": ztunnel still rejects plaintext on " + strings.Join(ports, ", ")
+}
+
+// policyDiagnostics turns the findings of the AuthorizationPolicies that reach (or look like
+// they reach) the pod into diagnostics.
+func (w *workload) policyDiagnostics() []explain.Diagnostic {
+	var out []explain.Diagnostic
+	for _, ap := range w.pool.aps {
+		if !w.relevantAP(ap.obj) {
+			continue
+		}
+		for _, f := range ap.conv.findings {
+			msg := f.message
+			if f.field != "" {
+				msg = f.field + ": " + msg
+			}
+			out = append(out, explain.Diagnostic{ID: f.id, Severity: f.severity, Message: msg, Resources: []provenance.Ref{ap.ref()}, Fix: f.fix})
+		}
+	}
+	for _, r := range w.pool.excluded {
+		if r.Namespace == w.pool.root || r.Namespace == w.pod.Namespace {
+			out = append(out, explain.Diagnostic{ID: diagRevision, Severity: explain.SeverityInfo,
+				Message:   fmt.Sprintf("metadata.labels[%s]: istiod revision %q does not watch this object, so it has no effect", revisionLabel, w.q.Revision),
+				Resources: []provenance.Ref{r}})
+		}
+	}
+	return out
+}
+
+// loadDiagnostics reports the load problems with objects that matter to this pod.
+func (w *workload) loadDiagnostics() []explain.Diagnostic {
+	var out []explain.Diagnostic
+	for _, is := range w.snap.Issues {
+		if is.Resource != nil {
+			switch is.Resource.Kind {
+			case "AuthorizationPolicy", "PeerAuthentication", "Pod", "Namespace", "Service", "Deployment":
+			default:
+				continue
+			}
+			if is.Resource.Namespace != "" && is.Resource.Namespace != w.pod.Namespace && is.Resource.Namespace != w.pool.root {
+				continue
+			}
+		}
+		sev := explain.SeverityWarning
+		if is.Severity == string(explain.SeverityError) {
+			sev = explain.SeverityError
+		}
+		msg := is.Message
+		if is.Field != "" {
+			msg = is.Field + ": " + msg
+		}
+		if is.Position != nil {
+			msg += " (" + is.Position.String() + ")"
+		}
+		d := explain.Diagnostic{ID: diagLoad, Severity: sev, Message: msg,
+			Fix: "fix the object; everything else is explained without it"}
+		if is.Resource != nil {
+			d.Resources = []provenance.Ref{*is.Resource}
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// sortDiagnostics orders by severity, ID, then message (R9), dropping exact duplicates.
+func sortDiagnostics(ds []explain.Diagnostic) []explain.Diagnostic {
+	slices.SortStableFunc(ds, func(a, b explain.Diagnostic) int {
+		return cmp.Or(cmp.Compare(a.Severity.Rank(), b.Severity.Rank()), cmp.Compare(a.ID, b.ID), cmp.Compare(a.Message, b.Message))
+	})
+	return slices.CompactFunc(ds, func(a, b explain.Diagnostic) bool {
+		return a.ID == b.ID && a.Severity == b.Severity && a.Message == b.Message && a.Fix == b.Fix && slices.Equal(a.Resources, b.Resources)
+	})
+}

@@ -1,0 +1,152 @@
+package ztunnelauthz
+
+import (
+	"slices"
+
+	securityv1 "istio.io/client-go/pkg/apis/security/v1"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
+)
+
+// revisionLabel is label.IoIstioRev.
+const revisionLabel = "istio.io/rev"
+
+// inRevision is config.LabelsInRevision as used by ambientindex.go inRevision: an object
+// without the label is global; an istiod without a revision sees everything; otherwise the
+// label must equal the revision.
+func inRevision(labels map[string]string, rev string) bool {
+	v, ok := labels[revisionLabel]
+	if !ok || rev == "" {
+		return true
+	}
+	return v == rev
+}
+
+// poolEntry is one Authorization of the pool every ztunnel receives.
+type poolEntry struct {
+	key  string
+	auth *Authorization
+	rec  *provenance.Recorder
+	// ap or pa is the input object; both nil for the static policy.
+	ap *apInfo
+	pa *paConversion
+}
+
+// apInfo is one AuthorizationPolicy istiod watches, converted or not.
+type apInfo struct {
+	obj  *securityv1.AuthorizationPolicy
+	conv *apConversion
+}
+
+func (a *apInfo) ref() provenance.Ref { return apKey(a.obj).Ref() }
+
+// paConversion is one PeerAuthentication converted on its own, with the parents istiod used.
+type paConversion struct {
+	obj        *securityv1.PeerAuthentication
+	nsParent   *securityv1.PeerAuthentication
+	rootParent *securityv1.PeerAuthentication
+	// nsTie and rootTie list the parents tied on creationTimestamp with the chosen one.
+	nsTie, rootTie []*securityv1.PeerAuthentication
+	auth           *Authorization
+	rec            *provenance.Recorder
+}
+
+// pool is everything istiod pushes to every ztunnel (policies.go PolicyCollections), plus the
+// inputs it came from.
+type pool struct {
+	root    string
+	entries map[string]*poolEntry
+	aps     []*apInfo
+	pas     []*securityv1.PeerAuthentication
+	paConv  map[*securityv1.PeerAuthentication]*paConversion
+	// excluded are the policies the revision filter hides from istiod.
+	excluded []provenance.Ref
+}
+
+func buildPool(snap *model.Snapshot, revision string) *pool {
+	p := &pool{root: snap.RootNamespace(), entries: map[string]*poolEntry{}, paConv: map[*securityv1.PeerAuthentication]*paConversion{}}
+	for _, ap := range snap.AuthorizationPolicies {
+		if ap == nil {
+			continue
+		}
+		if !inRevision(ap.Labels, revision) {
+			p.excluded = append(p.excluded, apKey(ap).Ref())
+			continue
+		}
+		info := &apInfo{obj: ap, conv: convertAuthorizationPolicy(snap, p.root, ap)}
+		p.aps = append(p.aps, info)
+		if info.conv.auth != nil {
+			p.entries[info.conv.auth.Key()] = &poolEntry{key: info.conv.auth.Key(), auth: info.conv.auth, rec: info.conv.rec, ap: info}
+		}
+	}
+	for _, pa := range snap.PeerAuthentications {
+		if pa == nil {
+			continue
+		}
+		if !inRevision(pa.Labels, revision) {
+			p.excluded = append(p.excluded, paKey(pa).Ref())
+			continue
+		}
+		p.pas = append(p.pas, pa)
+	}
+	// Parents: the oldest PeerAuthentication with an absent selector in the policy's namespace
+	// and in the root namespace (policies.go PeerAuthByNamespace + getOldestPeerAuthn).
+	for _, pa := range p.pas {
+		c := &paConversion{obj: pa}
+		c.nsParent, c.nsTie = oldestNilSelector(p.pas, pa.Namespace)
+		c.rootParent, c.rootTie = oldestNilSelector(p.pas, p.root)
+		c.auth, c.rec = convertPeerAuthentication(snap, p.root, pa, c.nsParent, c.rootParent)
+		p.paConv[pa] = c
+		if c.auth != nil {
+			p.entries[c.auth.Key()] = &poolEntry{key: c.auth.Key(), auth: c.auth, rec: c.rec, pa: c}
+		}
+	}
+	// The static STRICT policy exists whenever any PeerAuthentication exists.
+	if len(p.pas) > 0 {
+		s := StaticStrictPolicy(p.root)
+		p.entries[s.Key()] = &poolEntry{key: s.Key(), auth: s}
+	}
+	return p
+}
+
+// oldestNilSelector returns the oldest PeerAuthentication of ns whose selector is absent, and
+// the others that share its creationTimestamp (istiod then keeps the first one it sees, an order
+// that cannot be known offline; the snapshot's name order is used as the guess).
+func oldestNilSelector(pas []*securityv1.PeerAuthentication, ns string) (*securityv1.PeerAuthentication, []*securityv1.PeerAuthentication) {
+	var cands []*securityv1.PeerAuthentication
+	for _, pa := range pas {
+		if pa.Namespace == ns && pa.Spec.GetSelector() == nil {
+			cands = append(cands, pa)
+		}
+	}
+	return oldest(cands)
+}
+
+// oldest is getOldestPeerAuthn (strictly earlier wins, so the first of equal timestamps wins),
+// plus the candidates tied with the winner.
+func oldest(cands []*securityv1.PeerAuthentication) (*securityv1.PeerAuthentication, []*securityv1.PeerAuthentication) {
+	var win *securityv1.PeerAuthentication
+	for _, c := range cands {
+		if win == nil || c.CreationTimestamp.Before(&win.CreationTimestamp) {
+			win = c
+		}
+	}
+	var ties []*securityv1.PeerAuthentication
+	for _, c := range cands {
+		if c != win && c.CreationTimestamp.Equal(&win.CreationTimestamp) {
+			ties = append(ties, c)
+		}
+	}
+	return win, ties
+}
+
+// sortedKeys returns the pool keys in order (deterministic output).
+func (p *pool) sortedKeys() []string {
+	keys := make([]string, 0, len(p.entries))
+	for k := range p.entries {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,127 @@
+package ztunnelauthz
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
+)
+
+// resolvePods turns the query into the pods to explain, sorted by name.
+func resolvePods(snap *model.Snapshot, q Query) ([]*corev1.Pod, error) {
+	ns := q.Namespace
+	if ns == "" {
+		ns = "default"
+	}
+	var inNs []*corev1.Pod
+	for _, p := range snap.Pods {
+		if p != nil && p.Namespace == ns {
+			inNs = append(inNs, p)
+		}
+	}
+	names := func() string {
+		var n []string
+		for _, p := range inNs {
+			n = append(n, p.Name)
+		}
+		if len(n) == 0 {
+			return "no pods in namespace " + ns
+		}
+		if len(n) > 8 {
+			n = append(n[:8], "...")
+		}
+		return "pods in " + ns + ": " + strings.Join(n, ", ")
+	}
+	var out []*corev1.Pod
+	// The same resolution kubectl does: -l over the namespace's pods, pod/NAME, or a
+	// Deployment's selector.
+	switch {
+	case q.Selector != "":
+		if q.Workload.Name != "" {
+			return nil, &explain.InvalidQueryError{Message: "give either a workload or -l, not both"}
+		}
+		sel, err := labels.Parse(q.Selector)
+		if err != nil {
+			return nil, &explain.InvalidQueryError{Message: fmt.Sprintf("invalid label selector %q: %v", q.Selector, err)}
+		}
+		for _, p := range inNs {
+			if sel.Matches(labels.Set(p.Labels)) {
+				out = append(out, p)
+			}
+		}
+		if len(out) == 0 {
+			return nil, &explain.NotFoundError{What: fmt.Sprintf("pods matching %q in namespace %s", q.Selector, ns), Hint: names()}
+		}
+	case q.Workload.Name == "":
+		return nil, &explain.InvalidQueryError{Message: "name a workload (pod/NAME or deployment/NAME) or give -l SELECTOR"}
+	default:
+		switch strings.ToLower(q.Workload.Kind) {
+		case "", "pod", "pods", "po":
+			for _, p := range inNs {
+				if p.Name == q.Workload.Name {
+					out = append(out, p)
+				}
+			}
+			if len(out) == 0 {
+				return nil, &explain.NotFoundError{What: fmt.Sprintf("pod %s/%s", ns, q.Workload.Name), Hint: names()}
+			}
+		case "deployment", "deployments", "deploy":
+			pods, err := deploymentPods(snap, ns, q.Workload.Name, inNs)
+			if err != nil {
+				return nil, err
+			}
+			out = pods
+		default:
+			return nil, &explain.InvalidQueryError{Message: fmt.Sprintf("unsupported workload kind %q (use pod/NAME, deployment/NAME or -l SELECTOR)", q.Workload.Kind)}
+		}
+	}
+	slices.SortFunc(out, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// deploymentPods resolves a Deployment to the pods its selector matches. When the Deployment
+// itself is not in the snapshot, pods owned by one of its ReplicaSets (`NAME-<pod-template-hash>`)
+// are used instead.
+func deploymentPods(snap *model.Snapshot, ns, name string, inNs []*corev1.Pod) ([]*corev1.Pod, error) {
+	var out []*corev1.Pod
+	for _, d := range snap.Deployments {
+		if d == nil || d.Namespace != ns || d.Name != name {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+		if err != nil {
+			return nil, &explain.InvalidQueryError{Message: fmt.Sprintf("deployment %s/%s has an invalid selector: %v", ns, name, err)}
+		}
+		if d.Spec.Selector == nil || sel.Empty() {
+			return nil, &explain.InvalidQueryError{Message: fmt.Sprintf("deployment %s/%s has an empty selector", ns, name)}
+		}
+		for _, p := range inNs {
+			if sel.Matches(labels.Set(p.Labels)) {
+				out = append(out, p)
+			}
+		}
+		if len(out) == 0 {
+			return nil, &explain.NotFoundError{What: fmt.Sprintf("pods of deployment %s/%s", ns, name),
+				Hint: "its selector " + sel.String() + " matches no pod in the input"}
+		}
+		return out, nil
+	}
+	for _, p := range inNs {
+		hash := p.Labels["pod-template-hash"]
+		for _, o := range p.OwnerReferences {
+			if o.Kind == "ReplicaSet" && hash != "" && o.Name == name+"-"+hash {
+				out = append(out, p)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, &explain.NotFoundError{What: fmt.Sprintf("deployment %s/%s", ns, name), Hint: "neither the Deployment nor pods owned by its ReplicaSets are in the input"}
+	}
+	return out, nil
+}
