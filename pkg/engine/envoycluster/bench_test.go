@@ -1,0 +1,192 @@
+package envoycluster_test
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/hack/meshgen/gen"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/envoycluster"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/internal/explaintest"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
+)
+
+// The engine benchmarks of docs/performance.md run on the synthetic mesh of hack/meshgen, at
+// the scales MESH_EXPLAIN_BENCH_SCALE lists (1 is 10,000 Services), loaded from files as `-f`
+// does. Sub-benchmarks are named services=N; hack/meshgen report reads that name.
+
+type benchMesh struct {
+	snap    *model.Snapshot
+	queries gen.Queries
+	sizes   gen.Sizes
+}
+
+var (
+	benchMu     sync.Mutex
+	benchMeshes = map[float64]*benchMesh{}
+)
+
+// meshAt loads the mesh of one scale once per test binary.
+func meshAt(b *testing.B, scale float64) *benchMesh {
+	b.Helper()
+	benchMu.Lock()
+	defer benchMu.Unlock()
+	if m, ok := benchMeshes[scale]; ok {
+		return m
+	}
+	cfg := gen.Config{Seed: 1, Sizes: gen.Scaled(scale)}
+	snap, m, err := gen.LoadSnapshot(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	bm := &benchMesh{snap: snap, queries: m.Queries(), sizes: cfg.Sizes}
+	benchMeshes[scale] = bm
+	return bm
+}
+
+// eachScale runs fn as a sub-benchmark per scale.
+func eachScale(b *testing.B, fn func(b *testing.B, m *benchMesh)) {
+	scales, err := gen.BenchScales()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, s := range scales {
+		m := meshAt(b, s)
+		b.Run(fmt.Sprintf("services=%d", m.sizes.Services), func(b *testing.B) { fn(b, m) })
+	}
+}
+
+func clusterQuery(q gen.Queries) envoycluster.Query {
+	return envoycluster.Query{
+		Host:      q.Host,
+		Namespace: q.ClientNamespace,
+		From:      envoycluster.ProxyRef{Kind: envoycluster.ProxyPod, Namespace: q.ClientNamespace, Name: q.ClientPod},
+	}
+}
+
+// BenchmarkClusterExplainHost is `cluster HOST --from pod/NAME` once the snapshot is loaded:
+// Explain builds its index and explains every port and subset of the host.
+func BenchmarkClusterExplainHost(b *testing.B) {
+	eachScale(b, func(b *testing.B, m *benchMesh) {
+		q := clusterQuery(m.queries)
+		res, err := envoycluster.Explain(m.snap, q)
+		if err != nil {
+			b.Fatal(err)
+		}
+		explaintest.RequireEveryFieldTraced(b, res)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := envoycluster.Explain(m.snap, q); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(len(envoycluster.Clusters(res))), "clusters/op")
+	})
+}
+
+// BenchmarkClusterIndexBuild is the index Explain builds on every call.
+func BenchmarkClusterIndexBuild(b *testing.B) {
+	eachScale(b, func(b *testing.B, m *benchMesh) {
+		b.ReportAllocs()
+		for b.Loop() {
+			index.Build(m.snap)
+		}
+	})
+}
+
+// BenchmarkClusterEveryClusterOfProxy builds every outbound cluster of one client proxy, for
+// every host the proxy can see, with the origin of every field: what istiod's BuildClusters does
+// for the proxy (compare conformance/istiorun BenchmarkIstioBuildClusters). The index is built
+// once, as istiod builds its PushContext once; each host then goes through the steps Explain
+// takes for it (scope, DestinationRule selection and its diagnostics, mTLS inference, one build
+// per port). envoycluster has no entry point for all the hosts of a proxy, hence the loop here.
+func BenchmarkClusterEveryClusterOfProxy(b *testing.B) {
+	eachScale(b, func(b *testing.B, m *benchMesh) {
+		ix := index.Build(m.snap)
+		q := m.queries
+		proxy, err := ix.Proxy("pod", q.ClientNamespace, q.ClientPod)
+		if err != nil {
+			b.Fatal(err)
+		}
+		built, diags, err := everyCluster(m.snap, ix, proxy)
+		if err != nil {
+			b.Fatal(err)
+		}
+		checkTraced(b, built)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, _, err := everyCluster(m.snap, ix, proxy); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(len(built)), "clusters/op")
+		b.ReportMetric(float64(diags), "diagnostics/op")
+	})
+}
+
+// everyCluster returns the clusters istiod would push to proxy for every host in its scope, and
+// the number of diagnostics about them.
+func everyCluster(snap *model.Snapshot, ix *index.Index, proxy *index.Proxy) ([]envoycluster.Built, int, error) {
+	var out []envoycluster.Built
+	var diags []explain.Diagnostic
+	seen := map[string]bool{}
+	for _, s := range ix.Services() {
+		if seen[s.Hostname] {
+			continue
+		}
+		seen[s.Hostname] = true
+		svc, scopeDiags, _ := ix.ServiceForProxy(proxy, s.Hostname)
+		if svc == nil || svc.Resolution == index.Alias {
+			continue
+		}
+		sel := ix.DestinationRule(proxy, svc)
+		diags = append(diags, scopeDiags...)
+		diags = append(diags, sel.Diagnostics...)
+		diags = append(diags, ix.HostDiagnostics(proxy, svc, sel)...)
+		diags = append(diags, ix.RouteDiagnostics(proxy, svc, sel)...)
+		mode, origin := ix.NamespaceMTLSMode(svc.Namespace)
+		in := envoycluster.Input{
+			Mesh:         snap.MeshConfig,
+			Snapshot:     snap,
+			Proxy:        proxy,
+			Service:      svc,
+			Rule:         sel.Rule,
+			MTLS:         envoycluster.NamespaceMTLS{Mode: mode, Origin: origin},
+			WorkloadMTLS: ix.WorkloadPeerAuthentications(svc),
+			Flags:        envoycluster.DefaultFlags(),
+		}
+		for _, port := range svc.Ports {
+			if port.Protocol == "UDP" {
+				continue
+			}
+			in.Port = port
+			bs, err := envoycluster.BuildClusters(in)
+			if err != nil {
+				return nil, 0, err
+			}
+			for _, bc := range bs {
+				if bc.Cluster != nil {
+					out = append(out, bc)
+				}
+			}
+		}
+	}
+	return out, len(diags), nil
+}
+
+// checkTraced fails b when a generated cluster has a field without an origin.
+func checkTraced(b *testing.B, built []envoycluster.Built) {
+	b.Helper()
+	var bad []string
+	for _, bc := range built {
+		for _, p := range explaintest.Uncovered(explain.Object{Name: bc.Name, Message: bc.Cluster, Origins: bc.Origins}) {
+			bad = append(bad, bc.Name+": "+p)
+		}
+	}
+	if len(bad) > 0 {
+		b.Fatalf("%d fields without an origin, e.g.\n%s", len(bad), strings.Join(bad[:min(len(bad), 10)], "\n"))
+	}
+}

@@ -1,0 +1,286 @@
+package envoycluster
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	"google.golang.org/protobuf/encoding/protojson"
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
+)
+
+// ClusterKind is the Object.Kind of a generated cluster.
+const ClusterKind = "envoy.config.cluster.v3.Cluster"
+
+// Explain builds the outbound clusters istiod would push to the client proxy of q for q.Host,
+// with the origin of every field and the diagnostics of the DestinationRule selection, the
+// sidecar scope and the traffic-policy layering. A host that matches nothing is an
+// *explain.NotFoundError; a port the service lacks or a subset the selected rule does not define
+// is an *explain.InvalidQueryError. A service outside the proxy's scope is not an error: the
+// result has no clusters and says why.
+func Explain(snap *model.Snapshot, q Query) (*explain.Result, error) {
+	if snap == nil {
+		return nil, fmt.Errorf("no snapshot to explain %q from", q.Host)
+	}
+	ix := index.Build(snap)
+	proxyNs := q.From.Namespace
+	if proxyNs == "" {
+		proxyNs = q.Namespace
+	}
+	proxy, err := ix.Proxy(string(q.From.Kind), proxyNs, q.From.Name)
+	if err != nil {
+		return nil, err
+	}
+	candidates, err := ix.ResolveHost(q.Host, q.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	host := candidates[0].Hostname
+	res := &explain.Result{
+		APIVersion: explain.APIVersion,
+		Kind:       explain.KindClusterExplanation,
+		Subject:    explain.Subject{Kind: "Host", Host: host, Namespace: candidates[0].Namespace, Port: q.Port, Subset: q.Subset},
+		Proxy:      resultProxy(proxy),
+		Objects:    []explain.Object{},
+	}
+	if why, ok := snap.Incomplete["PeerAuthentication"]; ok {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("mTLS inference is incomplete: PeerAuthentications could not be read (%s); auto-mTLS assumes there are none", why))
+	}
+	svc, scopeDiags, scope := ix.ServiceForProxy(proxy, host)
+	res.Diagnostics = append(res.Diagnostics, scopeDiags...)
+	res.Diagnostics = append(res.Diagnostics, envoyFilterDiagnostics(snap, proxy)...)
+	if svc == nil {
+		// Not in the proxy's scope: istiod builds no cluster for it (D7 says why).
+		if q.Port != 0 && !hasPort(candidates[0].Ports, q.Port) {
+			return nil, invalidPort(candidates[0], q.Port)
+		}
+		res.Diagnostics = sortDiagnostics(res.Diagnostics)
+		return res, nil
+	}
+	res.Subject.Namespace = svc.Namespace
+	ref := svc.Ref
+	res.Subject.Resource = &ref
+
+	sel := ix.DestinationRule(proxy, svc)
+	res.Diagnostics = append(res.Diagnostics, sel.Diagnostics...)
+	res.Diagnostics = append(res.Diagnostics, ix.HostDiagnostics(proxy, svc, sel)...)
+	res.Diagnostics = append(res.Diagnostics, ix.RouteDiagnostics(proxy, svc, sel)...)
+
+	full := svc
+	if scope != nil && scope.Full != nil {
+		full = scope.Full
+	}
+	if q.Port != 0 && !hasPort(full.Ports, q.Port) {
+		return nil, invalidPort(full, q.Port)
+	}
+	if q.Subset != "" && !hasSubset(sel.Rule, q.Subset) {
+		return nil, invalidSubset(svc, sel.Rule, q.Subset)
+	}
+	switch {
+	case svc.Resolution == index.Alias:
+		// ExternalName: no cluster (D28 comes from the index).
+		res.Diagnostics = sortDiagnostics(res.Diagnostics)
+		return res, nil
+	case svc.Resolution == index.DynamicDNS && strings.HasPrefix(svc.Hostname, "*"):
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%s is a DYNAMIC_DNS wildcard ServiceEntry: its dynamic forward proxy clusters are not reconstructed", svc.Hostname))
+		res.Diagnostics = sortDiagnostics(res.Diagnostics)
+		return res, nil
+	}
+
+	mode, modeOrigin := ix.NamespaceMTLSMode(svc.Namespace)
+	in := Input{
+		Mesh:         snap.MeshConfig,
+		Snapshot:     snap,
+		Proxy:        proxy,
+		Service:      svc,
+		Rule:         sel.Rule,
+		MTLS:         NamespaceMTLS{Mode: mode, Origin: modeOrigin},
+		WorkloadMTLS: ix.WorkloadPeerAuthentications(svc),
+		Flags:        DefaultFlags(),
+	}
+	for i, port := range svc.Ports {
+		if q.Port != 0 && port.Number != q.Port {
+			continue
+		}
+		// InferencePool services build only their first port (cluster.go buildOutboundClusters).
+		if i > 0 && svc.Labels["internal.istio.io/service-semantics"] == "inferencepool" {
+			continue
+		}
+		if port.Protocol == "UDP" {
+			continue
+		}
+		in.Port = port
+		built, err := BuildClusters(in)
+		if err != nil {
+			return nil, err
+		}
+		for _, bc := range built {
+			if q.Subset != "" && bc.Subset != q.Subset {
+				continue
+			}
+			res.Diagnostics = append(res.Diagnostics, bc.Diagnostics...)
+			if bc.Cluster == nil {
+				continue
+			}
+			obj, err := clusterObject(bc, proxy, sel.Rule)
+			if err != nil {
+				return nil, err
+			}
+			res.Objects = append(res.Objects, obj)
+		}
+	}
+	slices.SortStableFunc(res.Objects, func(a, b explain.Object) int { return cmp.Compare(a.Name, b.Name) })
+	res.Diagnostics = sortDiagnostics(res.Diagnostics)
+	return res, nil
+}
+
+// Clusters returns the generated clusters of a cluster explanation, in output order.
+func Clusters(res *explain.Result) []*clusterv3.Cluster {
+	if res == nil {
+		return nil
+	}
+	var out []*clusterv3.Cluster
+	for _, o := range res.Objects {
+		if c, ok := o.Message.(*clusterv3.Cluster); ok {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func resultProxy(p *index.Proxy) *explain.Proxy {
+	out := &explain.Proxy{Description: p.Description, Namespace: p.Namespace, Labels: p.Labels, IPs: p.IPs}
+	if p.Pod != nil {
+		out.Pod = p.Pod.Name
+	}
+	return out
+}
+
+func clusterObject(bc Built, proxy *index.Proxy, rule *index.ConsolidatedRule) (explain.Object, error) {
+	js, err := protojson.Marshal(bc.Cluster)
+	if err != nil {
+		return explain.Object{}, fmt.Errorf("printing cluster %s: %w", bc.Name, err)
+	}
+	return explain.Object{
+		Kind: ClusterKind,
+		Name: bc.Name,
+		Summary: []explain.Summary{
+			{Name: "discovery type", Value: bc.Cluster.GetType().String()},
+			{Name: "client proxy", Value: proxy.Description},
+			{Name: "rules applied", Value: rulesApplied(bc, rule)},
+		},
+		Value:   js,
+		Origins: bc.Origins,
+		Message: bc.Cluster,
+	}, nil
+}
+
+// rulesApplied names the DestinationRules (and the mesh baseline) that set a field of the cluster.
+func rulesApplied(bc Built, rule *index.ConsolidatedRule) string {
+	seen := map[string]bool{}
+	var names []string
+	mesh := false
+	for _, t := range bc.Origins {
+		switch t.Origin.Layer {
+		case provenance.LayerDestinationRule, provenance.LayerPortLevel, provenance.LayerSubset, provenance.LayerSubsetPortLevel:
+			if r := t.Origin.Resource; r != nil && !seen[r.String()] {
+				seen[r.String()] = true
+				names = append(names, r.String())
+			}
+		case provenance.LayerMeshDefaultTrafficPolicy:
+			mesh = true
+		}
+	}
+	slices.Sort(names)
+	if mesh {
+		names = append(names, "MeshConfig defaultTrafficPolicy")
+	}
+	if len(names) == 0 {
+		if rule != nil {
+			return rule.Primary.String() + " (selected; sets nothing for this cluster)"
+		}
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+func hasPort(ports []index.Port, n uint32) bool {
+	return slices.ContainsFunc(ports, func(p index.Port) bool { return p.Number == n })
+}
+
+func hasSubset(r *index.ConsolidatedRule, name string) bool {
+	if r == nil || r.Spec == nil {
+		return false
+	}
+	return slices.ContainsFunc(r.Spec.Subsets, func(s *networking.Subset) bool { return s.GetName() == name })
+}
+
+func invalidPort(svc *index.Service, port uint32) error {
+	var ports []string
+	for _, p := range svc.Ports {
+		ports = append(ports, fmt.Sprint(p.Number))
+	}
+	return &explain.InvalidQueryError{Message: fmt.Sprintf("%s has no port %d (ports: %s)", svc.Hostname, port, strings.Join(ports, ", "))}
+}
+
+func invalidSubset(svc *index.Service, r *index.ConsolidatedRule, subset string) error {
+	if r == nil {
+		return &explain.InvalidQueryError{Message: fmt.Sprintf("no DestinationRule applies to %s for this proxy, so there is no subset %q", svc.Hostname, subset)}
+	}
+	var names []string
+	for _, s := range r.Spec.GetSubsets() {
+		names = append(names, s.GetName())
+	}
+	have := "it defines none"
+	if len(names) > 0 {
+		have = "subsets: " + strings.Join(names, ", ")
+	}
+	return &explain.InvalidQueryError{Message: fmt.Sprintf("%s, the DestinationRule selected for %s, has no subset %q (%s)", r.Primary, svc.Hostname, subset, have)}
+}
+
+// envoyFilterDiagnostics reports D30: EnvoyFilters whose CLUSTER patches apply to the proxy's
+// outbound clusters (root namespace or the proxy's namespace, selector matching the proxy).
+// istiod applies them last (envoyfilter.ApplyClusterMerge); they are not reconstructed.
+func envoyFilterDiagnostics(snap *model.Snapshot, p *index.Proxy) []explain.Diagnostic {
+	var out []explain.Diagnostic
+	root := snap.RootNamespace()
+	for _, ef := range snap.EnvoyFilters {
+		if ef.Namespace != root && ef.Namespace != p.Namespace {
+			continue
+		}
+		if sel := ef.Spec.GetWorkloadSelector().GetLabels(); len(sel) > 0 {
+			match := true
+			for k, v := range sel {
+				if p.Labels[k] != v {
+					match = false
+					break
+				}
+			}
+			if !match {
+				continue
+			}
+		}
+		for _, cp := range ef.Spec.GetConfigPatches() {
+			if cp.GetApplyTo() != networking.EnvoyFilter_CLUSTER {
+				continue
+			}
+			ctx := cp.GetMatch().GetContext()
+			if ctx != networking.EnvoyFilter_ANY && ctx != networking.EnvoyFilter_SIDECAR_OUTBOUND {
+				continue
+			}
+			ref := provenance.Ref{Kind: "EnvoyFilter", Namespace: ef.Namespace, Name: ef.Name}
+			out = append(out, explain.Diagnostic{ID: "D30", Severity: explain.SeverityInfo, Resources: []provenance.Ref{ref},
+				Message: fmt.Sprintf("%s patches clusters of this proxy (%s): istiod applies it after everything shown here, so the real clusters may differ", ref, strings.ToLower(cp.GetPatch().GetOperation().String())),
+				Fix:     "check the patched fields with istioctl proxy-config cluster"})
+			break
+		}
+	}
+	return out
+}

@@ -1,0 +1,162 @@
+package envoycluster
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
+)
+
+// Output path prefixes, in Envoy JSON spelling.
+const (
+	hpoTypeName = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
+	pHPO        = "typedExtensionProtocolOptions[" + hpoTypeName + "]"
+	pCB         = "circuitBreakers.thresholds[0]"
+	pIstioMeta  = "metadata.filterMetadata[istio]"
+	pKeepalive  = "upstreamConnectionOptions.tcpKeepalive"
+)
+
+// source says which configuration layer a TrafficPolicy block came from.
+type source struct {
+	layer provenance.Layer
+	// ref is the DestinationRule (or the MeshConfig source) holding the block.
+	ref *provenance.Ref
+	// prefix is the CRD path of the TrafficPolicy holding the block:
+	// `spec.trafficPolicy.portLevelSettings[port=9080]`, or `defaultTrafficPolicy` for MeshConfig.
+	prefix string
+	// mesh marks the MeshConfig defaultTrafficPolicy baseline.
+	mesh bool
+}
+
+// title is the human name of the layer: `DestinationRule bookinfo/reviews portLevelSettings[port=9080]`.
+func (s source) title() string {
+	if s.mesh {
+		return "MeshConfig defaultTrafficPolicy"
+	}
+	p := strings.TrimPrefix(s.prefix, "spec.")
+	p = strings.TrimPrefix(p, "trafficPolicy.")
+	name := "DestinationRule"
+	if s.ref != nil {
+		name = s.ref.String()
+	}
+	if p == "trafficPolicy" {
+		return name + " trafficPolicy"
+	}
+	return name + " " + p
+}
+
+// origin returns the origin of field (relative to the TrafficPolicy, CRD spelling) of source s.
+func (b *builder) origin(s source, field string) provenance.Origin {
+	path := s.prefix + "." + field
+	o := provenance.Origin{Layer: s.layer, Field: path}
+	if s.ref != nil {
+		r := *s.ref
+		o.Resource = &r
+	}
+	if s.mesh {
+		o.Position = b.meshPosition()
+		return o
+	}
+	o.Position = b.position(s.ref, path)
+	return o
+}
+
+// position returns the file position of a field of an object, when the snapshot knows it.
+func (b *builder) position(ref *provenance.Ref, field string) *provenance.Position {
+	if b.in.Snapshot == nil || ref == nil {
+		return nil
+	}
+	return b.in.Snapshot.FieldPosition(model.ObjectKey{Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name}, field)
+}
+
+func (b *builder) meshPosition() *provenance.Position {
+	if b.in.Snapshot == nil {
+		return nil
+	}
+	return b.in.Snapshot.MeshConfigPosition
+}
+
+// meshOrigin is the origin of a MeshConfig field (`connectTimeout`, `tcpKeepalive.time`). A field
+// the user did not set is istiod's mesh default.
+func (b *builder) meshOrigin(field string) provenance.Origin {
+	o := provenance.Origin{Layer: provenance.LayerMeshConfig, Field: field}
+	top := field
+	if i := strings.IndexAny(top, ".["); i >= 0 {
+		top = top[:i]
+	}
+	snap := b.in.Snapshot
+	if snap != nil && snap.MeshConfigUserFields[top] {
+		if snap.MeshConfigSource != nil {
+			r := *snap.MeshConfigSource
+			o.Resource = &r
+		}
+		o.Position = snap.MeshConfigPosition
+		return o
+	}
+	o.Note = "istiod mesh default (pkg/config/mesh DefaultMeshConfig)"
+	return o
+}
+
+// istioDefault is a value istiod writes whatever the configuration says; note names the rule.
+func istioDefault(note string) provenance.Origin {
+	return provenance.Origin{Layer: provenance.LayerIstioDefault, Note: note}
+}
+
+// envoyDefault is a value istiod does not send.
+func envoyDefault(note string) provenance.Origin {
+	return provenance.Origin{Layer: provenance.LayerEnvoyDefault, Note: note}
+}
+
+// flagOrigin is a value decided by an istiod feature flag.
+func flagOrigin(name, note string) provenance.Origin {
+	return provenance.Origin{Layer: provenance.LayerIstiodFlag, Field: name, Note: note}
+}
+
+// registryOrigin is a value derived from the Service or ServiceEntry.
+func (b *builder) registryOrigin(field, note string) provenance.Origin {
+	ref := b.in.Service.Ref
+	o := provenance.Origin{Layer: provenance.LayerRegistry, Field: field, Note: note}
+	if !ref.IsZero() {
+		o.Resource = &ref
+		if field != "" {
+			o.Position = b.position(&ref, field)
+		}
+	}
+	return o
+}
+
+// proxyOrigin is a value taken from the client proxy.
+func (b *builder) proxyOrigin(field, note string) provenance.Origin {
+	o := provenance.Origin{Layer: provenance.LayerProxy, Field: field, Note: note}
+	if p := b.in.Proxy; p != nil && p.Pod != nil {
+		r := *p.Pod
+		o.Resource = &r
+	}
+	return o
+}
+
+// portField is the CRD path of the service port in the Service (`port`) or ServiceEntry (`number`).
+func (b *builder) portField() string {
+	if b.in.Service.Kubernetes {
+		return fmt.Sprintf("spec.ports[port=%d]", b.in.Port.Number)
+	}
+	return fmt.Sprintf("spec.ports[number=%d]", b.in.Port.Number)
+}
+
+func fmtDuration(d *durationpb.Duration) string {
+	if d == nil {
+		return ""
+	}
+	return d.AsDuration().String()
+}
+
+func fmtU32(v uint32) string { return strconv.FormatUint(uint64(v), 10) }
+
+func fmtFloat(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+func u32(v uint32) *wrapperspb.UInt32Value { return &wrapperspb.UInt32Value{Value: v} }

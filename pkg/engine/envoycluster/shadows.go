@@ -1,0 +1,153 @@
+package envoycluster
+
+import (
+	"fmt"
+	"strings"
+
+	udpatypev1 "github.com/cncf/xds/go/udpa/type/v1"
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
+)
+
+// metadataExchangeFilter mirrors xdsfilters.TCPClusterMx.
+func metadataExchangeFilter() *clusterv3.Filter {
+	v, _ := structpb.NewStruct(map[string]any{"protocol": "istio-peer-exchange", "enable_discovery": true})
+	return &clusterv3.Filter{
+		Name: "istio.metadata_exchange",
+		TypedConfig: mustAny(&udpatypev1.TypedStruct{
+			TypeUrl: "type.googleapis.com/envoy.tcp.metadataexchange.config.MetadataExchange",
+			Value:   v,
+		}),
+	}
+}
+
+// addShadows attaches every dropped block's would-be values to the output paths they would
+// have written, so the explanation shows what a port-level entry, a subset or a DestinationRule
+// block discarded. The would-be values are computed by running the same mapping on a scratch
+// cluster that has only the dropped block.
+func (st *clusterState) addShadows() {
+	for _, dr := range st.eff.dropped {
+		prefix := dr.src.prefix + "." + dr.block.String()
+		switch dr.block {
+		case bTLS:
+			tls := dr.value.(*networking.ClientTLSSettings)
+			st.rec.Shadow("transportSocket", provenance.Shadow{Origin: st.b.origin(dr.src, "tls.mode"), Value: "tls " + tls.Mode.String(), Reason: dr.reason})
+			continue
+		case bProxyProtocol:
+			pp := dr.value.(*networking.TrafficPolicy_ProxyProtocol)
+			st.rec.Shadow("transportSocket", provenance.Shadow{Origin: st.b.origin(dr.src, "proxyProtocol.version"), Value: "PROXY protocol " + pp.Version.String(), Reason: dr.reason})
+			continue
+		}
+		sc := st.scratchFor(dr)
+		for _, t := range sc.rec.Traces() {
+			if t.NotSent || t.Origin.Layer != dr.src.layer || !strings.HasPrefix(t.Origin.Field, prefix) {
+				continue
+			}
+			st.rec.Shadow(t.Path, provenance.Shadow{Origin: t.Origin, Value: t.Value, Reason: dr.reason})
+		}
+	}
+}
+
+// scratchFor evaluates a dropped block alone on a copy of the cluster's starting point.
+func (st *clusterState) scratchFor(dr dropped) *clusterState {
+	p := &networking.TrafficPolicy{}
+	put(p, dr.block, dr.value)
+	eff := &effective{policy: p}
+	eff.src[dr.block] = dr.src
+	c := &clusterv3.Cluster{Name: st.c.Name, ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: st.c.GetType()},
+		CommonLbConfig: &clusterv3.Cluster_CommonLbConfig{}}
+	sc := &clusterState{b: st.b, c: c, rec: provenance.NewRecorder(), d: &diagnostics{off: true}, eff: eff,
+		subset: st.subset, subsetIndex: st.subsetIndex, defaultSNI: st.defaultSNI, scratch: true}
+	if st.hpo != nil {
+		sc.hpo = proto.Clone(st.hpo).(*httpv3.HttpProtocolOptions)
+	}
+	switch dr.block {
+	case bConnectionPool:
+		cp := p.ConnectionPool
+		sc.applyH2Upgrade(cp)
+		sc.applyConnectionPool(cp, nil)
+	case bRetryBudget:
+		sc.applyConnectionPool(&networking.ConnectionPoolSettings{}, p.RetryBudget)
+	case bOutlierDetection:
+		sc.applyOutlierDetection(p.OutlierDetection)
+	case bLoadBalancer:
+		sc.applyLoadBalancer(p.LoadBalancer)
+	}
+	return sc
+}
+
+// policyDiagnostics reports the load-balancer, outlier-detection and listener-side surprises of
+// the effective policy (D23, D24, D27, D29).
+func (st *clusterState) policyDiagnostics() {
+	b := st.b
+	p := st.eff.policy
+	name := st.c.Name
+	if lb := p.GetLoadBalancer(); lb != nil {
+		src := st.eff.src[bLoadBalancer]
+		if ch := lb.GetConsistentHash(); ch != nil {
+			if lb.GetWarmup() != nil || lb.GetWarmupDurationSecs() != nil {
+				st.d.add(diag{id: "D23", sev: explain.SeverityWarning, refs: refsOf(src.ref),
+					msg: fmt.Sprintf("%s combines consistentHash with warmup: cluster %s hashes, and a slow-start config only stays when ringHash/maglev set no size", src.title(), name),
+					fix: "drop warmup: slow start does not apply to hash load balancers"})
+			}
+			proto := b.in.Port.Protocol
+			if !isHTTP(proto) && !isAuto(proto) && !ch.GetUseSourceIp() {
+				st.d.add(diag{id: "D23", sev: explain.SeverityWarning, refs: refsOf(src.ref),
+					msg: fmt.Sprintf("%s hashes on a header, cookie or query parameter, but port %d is %s: only useSourceIp reaches the TCP proxy, so cluster %s is a hash cluster without hash input", src.title(), b.in.Port.Number, proto, name),
+					fix: "use consistentHash.useSourceIp for TCP ports"})
+			}
+		}
+		if lb.GetBackendUtilization() != nil {
+			st.d.add(diag{id: "D23", sev: explain.SeverityWarning, refs: refsOf(src.ref),
+				msg: fmt.Sprintf("%s sets loadBalancer.backendUtilization, which this istiod version does not read: cluster %s uses %s", src.title(), name, st.c.LbPolicy),
+				fix: "use a simple policy, or an istiod version that supports backendUtilization"})
+		}
+		if lb.GetSimple() == networking.LoadBalancerSettings_PASSTHROUGH && b.in.Service.Resolution != index.Passthrough {
+			st.d.add(diag{id: "D29", sev: explain.SeverityWarning, refs: refsOf(src.ref),
+				msg: fmt.Sprintf("%s sets loadBalancer.simple PASSTHROUGH: cluster %s becomes ORIGINAL_DST and connects to the original destination IP, ignoring the service's endpoints", src.title(), name),
+				fix: "remove PASSTHROUGH unless clients address pods directly"})
+		}
+	}
+	if st.subsetIndex < 0 && st.eff.portEntry {
+		top := b.in.Rule.Spec.GetTrafficPolicy()
+		entry := firstPortEntry(top, b.in.Port.Number)
+		if top.GetLoadBalancer().GetConsistentHash() != nil && entry.GetLoadBalancer() == nil {
+			st.d.add(diag{id: "D23", sev: explain.SeverityWarning, refs: refsOf(b.trafficPolicyRef()),
+				msg: fmt.Sprintf("the top-level consistentHash is dropped for port %d by its portLevelSettings entry: cluster %s is %s, while routes still hash (RDS reads the top level)", b.in.Port.Number, name, st.c.LbPolicy),
+				fix: "repeat loadBalancer.consistentHash inside the portLevelSettings entry"})
+		}
+	}
+	if od := p.GetOutlierDetection(); od != nil {
+		src := st.eff.src[bOutlierDetection]
+		var notes []string
+		if od.Consecutive_5XxErrors == nil {
+			notes = append(notes, "consecutive5xxErrors is unset, so Envoy still ejects a host after 5 consecutive 5xx")
+		}
+		if od.ConsecutiveErrors != 0 { //nolint:staticcheck // deprecated field, reported because istiod ignores it
+			notes = append(notes, "the deprecated consecutiveErrors is ignored")
+		}
+		if len(od.GetOutlierDetectionHttpErrorCodes()) > 0 {
+			notes = append(notes, "outlierDetectionHttpErrorCodes is not read by this istiod version (ejection still counts 5xx)")
+		}
+		if len(notes) > 0 {
+			st.d.add(diag{id: "D24", sev: explain.SeverityWarning, refs: refsOf(src.ref),
+				msg: fmt.Sprintf("outlierDetection from %s on cluster %s: %s", src.title(), name, strings.Join(notes, "; ")),
+				fix: "set the outlier detection fields explicitly"})
+		}
+	}
+	if tcp := p.GetConnectionPool().GetTcp(); tcp != nil && (tcp.IdleTimeout != nil || tcp.MaxConnectionDuration != nil) {
+		src := st.eff.src[bConnectionPool]
+		if src.layer != provenance.LayerDestinationRule {
+			st.d.add(diag{id: "D27", sev: explain.SeverityWarning, refs: refsOf(src.ref),
+				msg: fmt.Sprintf("%s sets connectionPool.tcp idleTimeout or maxConnectionDuration: cluster %s carries them for HTTP, but the TCP proxy listener only reads them from the DestinationRule's top-level trafficPolicy", src.title(), name),
+				fix: "set tcp.idleTimeout and tcp.maxConnectionDuration at the top level for TCP traffic"})
+		}
+	}
+}

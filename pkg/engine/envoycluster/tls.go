@@ -1,0 +1,561 @@
+package envoycluster
+
+import (
+	"fmt"
+	"strings"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	proxyprotocolv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/proxy_protocol/v3"
+	rawbufferv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/raw_buffer/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
+)
+
+// tlsSettings is the ClientTLSSettings istiod builds the context from, with the origin of each part.
+type tlsSettings struct {
+	tls *networking.ClientTLSSettings
+	// auto is true for auto-mTLS (mtlsContextType autoDetected).
+	auto  bool
+	mode  provenance.Origin
+	sni   provenance.Origin
+	sans  provenance.Origin
+	certs provenance.Origin
+	root  provenance.Origin
+}
+
+// epTLSMode is the endpoint's security.istio.io/tlsMode as istiod records it ("disabled" when
+// absent).
+func epTLSMode(ep index.Endpoint) string {
+	switch {
+	case ep.TLSMode != "":
+		return ep.TLSMode
+	case ep.TLSModeIstio:
+		return "istio"
+	}
+	return "disabled"
+}
+
+// serviceMTLSMode mirrors push_context.go BestEffortInferServiceMTLSMode. The passthrough check
+// reads the DestinationRule top-level policy (default cluster) or the subset's own policy
+// (subset cluster), not the port-resolved one.
+func (st *clusterState) serviceMTLSMode() (index.MTLSMode, provenance.Origin) {
+	b := st.b
+	svc := b.in.Service
+	if svc.MeshExternal {
+		return index.MTLSUnknown, b.registryOrigin("spec.location", "MESH_EXTERNAL: istiod infers no mTLS mode")
+	}
+	var tp *networking.TrafficPolicy
+	if r := b.in.Rule; r != nil && r.Spec != nil {
+		tp = r.Spec.GetTrafficPolicy()
+		if st.subsetIndex >= 0 {
+			tp = r.Spec.Subsets[st.subsetIndex].GetTrafficPolicy()
+		}
+	}
+	if svc.Resolution == index.Passthrough || passthroughLB(tp) {
+		eps := svc.Endpoints[b.in.Port.Number]
+		if len(eps) == 0 {
+			return index.MTLSDisable, b.registryOrigin("", fmt.Sprintf("passthrough destination without endpoints on port %d: istiod infers DISABLE", b.in.Port.Number))
+		}
+		for _, ep := range eps {
+			if epTLSMode(ep) == "disabled" {
+				return index.MTLSDisable, b.registryOrigin("", fmt.Sprintf("passthrough destination and endpoint %s has no sidecar: istiod infers DISABLE", ep.Address))
+			}
+		}
+	}
+	if m := b.in.MTLS.Mode; m != index.MTLSUnknown {
+		return m, b.in.MTLS.Origin
+	}
+	return index.MTLSPermissive, istioDefault("no namespace or mesh-wide PeerAuthentication: istiod assumes PERMISSIVE")
+}
+
+// autoMTLSOrigin is the origin of synthesized ISTIO_MUTUAL: the PeerAuthentication (or default)
+// behind the inferred mode.
+func autoMTLSOrigin(mode index.MTLSMode, why provenance.Origin) provenance.Origin {
+	o := why
+	o.Layer = provenance.LayerAutoMTLS
+	note := fmt.Sprintf("enableAutoMtls, no DestinationRule tls for this cluster, and the service's mTLS mode is %s", mode)
+	if why.Note != "" {
+		note += " (" + why.Note + ")"
+	}
+	o.Note = note
+	return o
+}
+
+// upstreamTLSSettings mirrors cluster_tls.go buildUpstreamTLSSettings (proxy metadata client
+// certificates are not modelled).
+func (st *clusterState) upstreamTLSSettings(tls *networking.ClientTLSSettings) (*tlsSettings, index.MTLSMode) {
+	// A DestinationRule tls block is used as written, except ISTIO_MUTUAL, which gets the default
+	// SNI and the service's identities when it names none. Without a tls block, auto-mTLS
+	// synthesizes ISTIO_MUTUAL unless the host is external, enableAutoMtls is off or the inferred
+	// mode is DISABLE.
+	b := st.b
+	svc := b.in.Service
+	sas := svc.ServiceAccounts
+	sasOrigin := b.registryOrigin("", "service accounts of the endpoints (and ServiceEntry subjectAltNames)")
+	sniDefault := istioDefault("outbound_.<port>_.<subset>_.<host> (model.BuildDNSSrvSubsetKey)")
+	if tls != nil {
+		o := func(f string) provenance.Origin { return st.blockOrigin(bTLS, "tls."+f) }
+		out := &tlsSettings{tls: tls, mode: o("mode"), sni: o("sni"), sans: o("subjectAltNames")}
+		switch tls.Mode {
+		case networking.ClientTLSSettings_DISABLE, networking.ClientTLSSettings_SIMPLE, networking.ClientTLSSettings_MUTUAL:
+			return out, index.MTLSUnknown
+		}
+		// ISTIO_MUTUAL: the DR's SNI and SANs if given, else the defaults.
+		sni := tls.Sni
+		if sni == "" {
+			sni = st.defaultSNI
+			out.sni = sniDefault
+		}
+		san := tls.SubjectAltNames
+		if san == nil {
+			san = sas
+			out.sans = sasOrigin
+		}
+		out.tls = &networking.ClientTLSSettings{Mode: networking.ClientTLSSettings_ISTIO_MUTUAL, SubjectAltNames: san, Sni: sni, InsecureSkipVerify: tls.InsecureSkipVerify}
+		return out, index.MTLSUnknown
+	}
+	mode, why := st.serviceMTLSMode()
+	if svc.MeshExternal || !b.mesh.GetEnableAutoMtls().GetValue() || mode == index.MTLSUnknown || mode == index.MTLSDisable {
+		return nil, mode
+	}
+	return &tlsSettings{
+		tls:  &networking.ClientTLSSettings{Mode: networking.ClientTLSSettings_ISTIO_MUTUAL, SubjectAltNames: sas, Sni: st.defaultSNI},
+		auto: true, mode: autoMTLSOrigin(mode, why), sni: sniDefault, sans: sasOrigin,
+	}, mode
+}
+
+// applyTLS mirrors applyUpstreamTLSSettings and applyUpstreamProxyProtocol.
+func (st *clusterState) applyTLS(userTLS *networking.ClientTLSSettings, pp *networking.TrafficPolicy_ProxyProtocol) {
+	// Auto-mTLS goes into transport_socket_matches (istio for sidecar endpoints, plaintext for the
+	// rest) except on ORIGINAL_DST clusters; a user-supplied mode is a plain transport_socket with
+	// no per-endpoint fallback. The socket paths are decided before recording so PROXY protocol
+	// wrapping (applied last) is traced at its final place.
+	c := st.c
+	ts, mode := st.upstreamTLSSettings(userTLS)
+	st.tlsDiagnostics(userTLS, ts, mode)
+	ctx, ok := st.tlsContext(ts)
+	if !ok {
+		ctx = nil
+	}
+	matches := ts != nil && ts.auto && c.GetType() != clusterv3.Cluster_ORIGINAL_DST
+	ppPrefix := func(p string) string {
+		if pp != nil {
+			return p + ".typedConfig.transportSocket"
+		}
+		return p
+	}
+	switch {
+	case ctx != nil && matches:
+		sock := &corev3.TransportSocket{Name: "envoy.transport_sockets.tls", ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: mustAny(ctx)}}
+		c.TransportSocketMatches = []*clusterv3.Cluster_TransportSocketMatch{
+			{Name: "tlsMode-istio", Match: &structpb.Struct{Fields: map[string]*structpb.Value{"tlsMode": structpb.NewStringValue("istio")}}, TransportSocket: sock},
+			defaultTransportSocketMatch(),
+		}
+		st.set("transportSocketMatches[0].name", "tlsMode-istio", ts.mode)
+		st.set("transportSocketMatches[0].match", "tlsMode: istio",
+			istioDefault("endpoints whose EDS metadata says tlsMode istio (sidecar injected, mTLS not disabled) get Istio mTLS"))
+		st.traceTLSContext(ppPrefix("transportSocketMatches[0].transportSocket"), ctx, ts)
+		st.set("transportSocketMatches[1]", "tlsMode-disabled: plaintext",
+			istioDefault("endpoints without a sidecar get plaintext (defaultTransportSocketMatch)"))
+	case ctx != nil:
+		c.TransportSocket = &corev3.TransportSocket{Name: "envoy.transport_sockets.tls", ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: mustAny(ctx)}}
+		st.traceTLSContext(ppPrefix("transportSocket"), ctx, ts)
+	}
+	if pp != nil {
+		st.applyProxyProtocol(pp)
+	}
+}
+
+func defaultTransportSocketMatch() *clusterv3.Cluster_TransportSocketMatch {
+	return &clusterv3.Cluster_TransportSocketMatch{
+		Name:  "tlsMode-disabled",
+		Match: &structpb.Struct{},
+		TransportSocket: &corev3.TransportSocket{Name: "envoy.transport_sockets.raw_buffer",
+			ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: mustAny(&rawbufferv3.RawBuffer{})}},
+	}
+}
+
+// tlsContext mirrors cluster_tls.go buildUpstreamClusterTLSContext. ok is false when istiod logs
+// an error and sends no context.
+func (st *clusterState) tlsContext(ts *tlsSettings) (*tlsv3.UpstreamTlsContext, bool) {
+	if ts == nil {
+		return nil, true
+	}
+	b := st.b
+	tls := ts.tls
+	// credentialName on a sidecar with a selector-less DestinationRule is skipped (configmap://
+	// excepted) so sidecars do not wait for secrets they may not read.
+	withSelector := b.in.Rule != nil && b.in.Rule.Spec.GetWorkloadSelector() != nil
+	if tls.CredentialName != "" && !strings.HasPrefix(tls.CredentialName, "configmap://") && !withSelector &&
+		(tls.Mode == networking.ClientTLSSettings_SIMPLE || tls.Mode == networking.ClientTLSSettings_MUTUAL) {
+		st.d.add(diag{id: "D20", sev: explain.SeverityError, refs: refsOf(st.eff.src[bTLS].ref),
+			msg: fmt.Sprintf("%s sets tls.credentialName %q, which istiod ignores on sidecars for DestinationRules without a workloadSelector: cluster %s goes out in plaintext", st.eff.src[bTLS].title(), tls.CredentialName, st.c.Name),
+			fix: "add a workloadSelector to the DestinationRule, mount the certificates and use clientCertificate/privateKey/caCertificates, or originate TLS at an egress gateway"})
+		return nil, true
+	}
+	switch tls.Mode {
+	case networking.ClientTLSSettings_ISTIO_MUTUAL:
+		ctx := &tlsv3.UpstreamTlsContext{CommonTlsContext: defaultCommonTLSContext(), Sni: tls.Sni}
+		ctx.CommonTlsContext.TlsCertificateSdsSecretConfigs = []*tlsv3.SdsSecretConfig{sdsSecret("default")}
+		ctx.CommonTlsContext.ValidationContextType = &tlsv3.CommonTlsContext_CombinedValidationContext{
+			CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
+				DefaultValidationContext:         &tlsv3.CertificateValidationContext{MatchSubjectAltNames: exactMatchers(tls.SubjectAltNames)},
+				ValidationContextSdsSecretConfig: sdsSecret("ROOTCA"),
+			}}
+		if ctx.Sni == "" {
+			ctx.Sni = st.c.Name
+		}
+		h2 := st.hpo.GetExplicitHttpConfig().GetHttp2ProtocolOptions() != nil
+		mx := b.flags.MetadataExchange && !b.flags.DisableMxALPN
+		switch {
+		case h2 && mx:
+			ctx.CommonTlsContext.AlpnProtocols = []string{"istio-peer-exchange", "istio", "h2"}
+		case h2:
+			ctx.CommonTlsContext.AlpnProtocols = []string{"istio", "h2"}
+		case mx:
+			ctx.CommonTlsContext.AlpnProtocols = []string{"istio-peer-exchange", "istio"}
+		default:
+			ctx.CommonTlsContext.AlpnProtocols = []string{"istio"}
+		}
+		ts.certs = istioDefault("the workload certificate served by istio-agent SDS (default)")
+		ts.root = istioDefault("the mesh root certificate served by istio-agent SDS (ROOTCA)")
+		return ctx, true
+	case networking.ClientTLSSettings_SIMPLE:
+		return st.constructUpstreamTLS(ts, false)
+	case networking.ClientTLSSettings_MUTUAL:
+		return st.constructUpstreamTLS(ts, true)
+	}
+	return nil, true
+}
+
+func defaultCommonTLSContext() *tlsv3.CommonTlsContext {
+	return &tlsv3.CommonTlsContext{TlsParams: &tlsv3.TlsParameters{
+		TlsMaximumProtocolVersion: tlsv3.TlsParameters_TLSv1_3,
+		TlsMinimumProtocolVersion: tlsv3.TlsParameters_TLSv1_2,
+	}}
+}
+
+func exactMatchers(in []string) []*matcherv3.StringMatcher {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]*matcherv3.StringMatcher, 0, len(in))
+	for _, s := range in {
+		out = append(out, &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: s}})
+	}
+	return out
+}
+
+// sdsSecret mirrors pkg/model ConstructSdsSecretConfig: istio-agent SDS over the sds-grpc
+// cluster; the default and ROOTCA resources also wait 0s on first fetch.
+func sdsSecret(name string) *tlsv3.SdsSecretConfig {
+	src := &corev3.ConfigSource{
+		ConfigSourceSpecifier: &corev3.ConfigSource_ApiConfigSource{ApiConfigSource: &corev3.ApiConfigSource{
+			ApiType:                   corev3.ApiConfigSource_GRPC,
+			SetNodeOnFirstMessageOnly: true,
+			TransportApiVersion:       corev3.ApiVersion_V3,
+			GrpcServices: []*corev3.GrpcService{{TargetSpecifier: &corev3.GrpcService_EnvoyGrpc_{
+				EnvoyGrpc: &corev3.GrpcService_EnvoyGrpc{ClusterName: "sds-grpc"}}}},
+		}},
+		ResourceApiVersion: corev3.ApiVersion_V3,
+	}
+	if name == "default" || name == "ROOTCA" {
+		src.InitialFetchTimeout = durationpb.New(0)
+	}
+	return &tlsv3.SdsSecretConfig{Name: name, SdsConfig: src}
+}
+
+// credentialSecret mirrors ConstructSdsSecretConfigForCredential without a credential socket or
+// SDS extension provider: the secret is fetched from istiod over ADS.
+func credentialSecret(name string) *tlsv3.SdsSecretConfig {
+	switch {
+	case name == "":
+		return nil
+	case name == "builtin://":
+		return sdsSecret("default")
+	case name == "builtin://-cacert":
+		return sdsSecret("ROOTCA")
+	}
+	name = strings.TrimPrefix(name, "sds://")
+	res := name
+	switch {
+	case strings.HasPrefix(name, "builtin://"):
+		res = "default"
+	case strings.HasPrefix(name, "invalid://"):
+		res = "invalid://"
+	case strings.HasPrefix(name, "configmap://"), strings.HasPrefix(name, "kubernetes://"), strings.HasPrefix(name, "kubernetes-gateway://"):
+	default:
+		res = "kubernetes://" + name
+	}
+	return &tlsv3.SdsSecretConfig{Name: res, SdsConfig: &corev3.ConfigSource{
+		ConfigSourceSpecifier: &corev3.ConfigSource_Ads{Ads: &corev3.AggregatedConfigSource{}},
+		ResourceApiVersion:    corev3.ApiVersion_V3,
+	}}
+}
+
+// constructUpstreamTLS mirrors cluster_tls.go constructUpstreamTLS for SIMPLE and MUTUAL.
+func (st *clusterState) constructUpstreamTLS(ts *tlsSettings, mutual bool) (*tlsv3.UpstreamTlsContext, bool) {
+	b := st.b
+	tls := ts.tls
+	o := func(f string) provenance.Origin { return st.blockOrigin(bTLS, "tls."+f) }
+	ctx := &tlsv3.UpstreamTlsContext{CommonTlsContext: defaultCommonTLSContext(), Sni: tls.Sni}
+	st.setAutoSniAndSanValidation(tls)
+	sans := tls.SubjectAltNames
+	if !b.in.Service.Kubernetes && len(sans) == 0 {
+		// ServiceEntry hosts use the ServiceEntry's subjectAltNames.
+		sans = b.in.Service.ServiceAccounts
+		ts.sans = b.registryOrigin("spec.subjectAltNames", "no DestinationRule subjectAltNames: the ServiceEntry's are used")
+	}
+	// credentialName secrets come from istiod over ADS; otherwise mounted files are served by
+	// istio-agent SDS (`file-cert:`, `file-root:`), the CA defaulting to the system bundle.
+	cc := ctx.CommonTlsContext
+	if tls.CredentialName != "" {
+		ts.certs = o("credentialName")
+		ts.root = withNote(o("credentialName"), "CA from the <credentialName>-cacert secret")
+		if mutual {
+			cc.TlsCertificateSdsSecretConfigs = []*tlsv3.SdsSecretConfig{credentialSecret(tls.CredentialName)}
+		}
+		if !tls.GetInsecureSkipVerify().GetValue() {
+			cc.ValidationContextType = &tlsv3.CommonTlsContext_CombinedValidationContext{CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
+				DefaultValidationContext:         &tlsv3.CertificateValidationContext{MatchSubjectAltNames: exactMatchers(sans)},
+				ValidationContextSdsSecretConfig: credentialSecret(tls.CredentialName + "-cacert"),
+			}}
+		}
+	} else {
+		ca := tls.CaCertificates
+		ts.root = o("caCertificates")
+		if ca == "" {
+			ca = "system"
+			ts.root = withNote(o("caCertificates"), "unset: the system CA bundle")
+		}
+		if mutual {
+			if tls.ClientCertificate == "" || tls.PrivateKey == "" {
+				st.d.add(diag{id: "D19", sev: explain.SeverityError, refs: refsOf(st.eff.src[bTLS].ref),
+					msg: fmt.Sprintf("%s sets tls.mode MUTUAL without clientCertificate and privateKey (or credentialName): istiod sends cluster %s without TLS", st.eff.src[bTLS].title(), st.c.Name),
+					fix: "set clientCertificate and privateKey, or credentialName with a workloadSelector"})
+				return nil, false
+			}
+			cc.TlsCertificateSdsSecretConfigs = []*tlsv3.SdsSecretConfig{sdsSecret("file-cert:" + tls.ClientCertificate + "~" + tls.PrivateKey)}
+			ts.certs = o("clientCertificate")
+		}
+		if tls.GetInsecureSkipVerify().GetValue() {
+			cc.ValidationContextType = &tlsv3.CommonTlsContext_ValidationContext{}
+		} else {
+			dvc := &tlsv3.CertificateValidationContext{MatchSubjectAltNames: exactMatchers(sans)}
+			if tls.GetCaCrl() != "" {
+				dvc.Crl = &corev3.DataSource{Specifier: &corev3.DataSource_Filename{Filename: tls.GetCaCrl()}}
+			}
+			cc.ValidationContextType = &tlsv3.CommonTlsContext_CombinedValidationContext{CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
+				DefaultValidationContext:         dvc,
+				ValidationContextSdsSecretConfig: sdsSecret("file-root:" + ca),
+			}}
+		}
+	}
+	if d := b.mesh.GetTlsDefaults(); d != nil {
+		if len(d.EcdhCurves) > 0 {
+			cc.TlsParams.EcdhCurves = d.EcdhCurves
+		}
+		if len(d.CipherSuites) > 0 {
+			cc.TlsParams.CipherSuites = d.CipherSuites
+		}
+	}
+	if st.hpo.GetExplicitHttpConfig().GetHttp2ProtocolOptions() != nil {
+		cc.AlpnProtocols = []string{"h2"}
+	}
+	ts.tls = &networking.ClientTLSSettings{Mode: tls.Mode, Sni: tls.Sni, SubjectAltNames: sans, CaCrl: tls.CaCrl,
+		InsecureSkipVerify: tls.InsecureSkipVerify, CredentialName: tls.CredentialName}
+	return ctx, true
+}
+
+// setAutoSniAndSanValidation mirrors cluster_tls.go setAutoSniAndAutoSanValidation for a
+// non-DFP cluster.
+func (st *clusterState) setAutoSniAndSanValidation(tls *networking.ClientTLSSettings) {
+	insecure := tls.GetInsecureSkipVerify().GetValue()
+	autoSni := tls.Sni == ""
+	autoSan := autoSni && len(tls.SubjectAltNames) == 0 && !insecure
+	if !autoSni && !autoSan {
+		return
+	}
+	h := st.ensureHPO()
+	if h.UpstreamHttpProtocolOptions == nil {
+		h.UpstreamHttpProtocolOptions = &corev3.UpstreamHttpProtocolOptions{}
+	}
+	o := withNote(st.blockOrigin(bTLS, "tls.sni"), "unset: Envoy sends the HTTP host as SNI (HTTP upstreams only)")
+	if autoSni {
+		h.UpstreamHttpProtocolOptions.AutoSni = true
+		st.set(pHPO+".upstreamHttpProtocolOptions.autoSni", "true", o)
+	}
+	if autoSan {
+		h.UpstreamHttpProtocolOptions.AutoSanValidation = true
+		st.set(pHPO+".upstreamHttpProtocolOptions.autoSanValidation", "true",
+			withNote(st.blockOrigin(bTLS, "tls.subjectAltNames"), "unset with no sni: Envoy verifies the certificate against the HTTP host"))
+	}
+}
+
+// traceTLSContext records the origin of every part of an UpstreamTlsContext at socket path p.
+func (st *clusterState) traceTLSContext(p string, ctx *tlsv3.UpstreamTlsContext, ts *tlsSettings) {
+	mode := ts.tls.Mode.String()
+	if ts.auto {
+		mode = "ISTIO_MUTUAL (auto-mTLS)"
+	}
+	st.set(p+".name", "envoy.transport_sockets.tls: "+mode, ts.mode)
+	t := p + ".typedConfig"
+	cc := ctx.CommonTlsContext
+	tp := istioDefault("Istio's upstream TLS versions (defaultUpstreamCommonTLSContext)")
+	st.set(t+".commonTlsContext.tlsParams.tlsMinimumProtocolVersion", cc.TlsParams.TlsMinimumProtocolVersion.String(), tp)
+	st.set(t+".commonTlsContext.tlsParams.tlsMaximumProtocolVersion", cc.TlsParams.TlsMaximumProtocolVersion.String(), tp)
+	if len(cc.TlsParams.EcdhCurves) > 0 {
+		st.set(t+".commonTlsContext.tlsParams.ecdhCurves", strings.Join(cc.TlsParams.EcdhCurves, ","), st.b.meshOrigin("tlsDefaults.ecdhCurves"))
+	}
+	if len(cc.TlsParams.CipherSuites) > 0 {
+		st.set(t+".commonTlsContext.tlsParams.cipherSuites", strings.Join(cc.TlsParams.CipherSuites, ","), st.b.meshOrigin("tlsDefaults.cipherSuites"))
+	}
+	if len(cc.TlsCertificateSdsSecretConfigs) > 0 {
+		st.set(t+".commonTlsContext.tlsCertificateSdsSecretConfigs", cc.TlsCertificateSdsSecretConfigs[0].GetName(), ts.certs)
+	}
+	switch v := cc.ValidationContextType.(type) {
+	case *tlsv3.CommonTlsContext_CombinedValidationContext:
+		dvc := v.CombinedValidationContext.GetDefaultValidationContext()
+		vp := t + ".commonTlsContext.combinedValidationContext"
+		if len(dvc.GetMatchSubjectAltNames()) > 0 {
+			var names []string
+			for _, m := range dvc.GetMatchSubjectAltNames() {
+				names = append(names, m.GetExact())
+			}
+			st.set(vp+".defaultValidationContext.matchSubjectAltNames", strings.Join(names, ", "), ts.sans)
+		} else if dvc.GetCrl() == nil {
+			st.set(vp+".defaultValidationContext", "{} (any certificate from the trusted CA)", withNote(ts.sans, "no subject alt names to match"))
+		}
+		if dvc.GetCrl() != nil {
+			st.set(vp+".defaultValidationContext.crl", dvc.GetCrl().GetFilename(), st.blockOrigin(bTLS, "tls.caCrl"))
+		}
+		st.set(vp+".validationContextSdsSecretConfig", v.CombinedValidationContext.GetValidationContextSdsSecretConfig().GetName(), ts.root)
+	case *tlsv3.CommonTlsContext_ValidationContext:
+		st.set(t+".commonTlsContext.validationContext", "{} (no verification)", st.blockOrigin(bTLS, "tls.insecureSkipVerify"))
+	}
+	if len(cc.AlpnProtocols) > 0 {
+		o := istioDefault("in-mesh ALPN (util.ALPNInMesh…)")
+		switch {
+		case ts.tls.Mode != networking.ClientTLSSettings_ISTIO_MUTUAL:
+			o = st.b.registryOrigin(st.b.portField(), "explicit HTTP/2 cluster: ALPN h2")
+		case st.b.flags.MetadataExchange && !st.b.flags.DisableMxALPN:
+			o = flagOrigin("PILOT_ENABLE_METADATA_EXCHANGE", "istio-peer-exchange ALPN for metadata exchange; h2 on HTTP/2 clusters")
+		}
+		st.set(t+".commonTlsContext.alpnProtocols", strings.Join(cc.AlpnProtocols, ","), o)
+	}
+	if ctx.Sni != "" {
+		st.set(t+".sni", ctx.Sni, ts.sni)
+	}
+}
+
+// applyProxyProtocol mirrors cluster_traffic_policy.go applyUpstreamProxyProtocol: every transport
+// socket is wrapped in upstream_proxy_protocol, raw_buffer when there is none.
+func (st *clusterState) applyProxyProtocol(pp *networking.TrafficPolicy_ProxyProtocol) {
+	c := st.c
+	o := st.blockOrigin(bProxyProtocol, "proxyProtocol.version")
+	ver := corev3.ProxyProtocolConfig_Version(pp.Version)
+	wrap := func(inner *corev3.TransportSocket, name string) *corev3.TransportSocket {
+		return &corev3.TransportSocket{Name: name, ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: mustAny(&proxyprotocolv3.ProxyProtocolUpstreamTransport{
+			Config: &corev3.ProxyProtocolConfig{Version: ver}, TransportSocket: inner})}}
+	}
+	trace := func(p string) {
+		st.set(p+".name", "envoy.transport_sockets.upstream_proxy_protocol", o)
+		st.set(p+".typedConfig.config", "PROXY protocol "+ver.String(), o)
+	}
+	if c.TransportSocket == nil && len(c.TransportSocketMatches) == 0 {
+		raw := &corev3.TransportSocket{Name: "raw_buffer", ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: mustAny(&rawbufferv3.RawBuffer{})}}
+		c.TransportSocket = wrap(raw, "envoy.transport_sockets.upstream_proxy_protocol")
+		trace("transportSocket")
+		st.set("transportSocket.typedConfig.transportSocket", "raw_buffer (plaintext)", istioDefault("no TLS: PROXY protocol wraps a raw socket"))
+		return
+	}
+	if c.TransportSocket != nil {
+		c.TransportSocket = wrap(c.TransportSocket, "envoy.transport_sockets.upstream_proxy_protocol")
+		trace("transportSocket")
+	}
+	for i, m := range c.TransportSocketMatches {
+		m.TransportSocket = wrap(m.TransportSocket, "envoy.transport_sockets.upstream_proxy_protocol")
+		trace(fmt.Sprintf("transportSocketMatches[%d].transportSocket", i))
+	}
+}
+
+// tlsDiagnostics reports the TLS conflicts of spec §6.5 (D19) and TLS origination without SNI
+// on non-HTTP ports (D32).
+func (st *clusterState) tlsDiagnostics(user *networking.ClientTLSSettings, ts *tlsSettings, mode index.MTLSMode) {
+	b := st.b
+	svc := b.in.Service
+	c := st.c
+	src := st.eff.src[bTLS]
+	eps := svc.Endpoints[b.in.Port.Number]
+	sidecars, plain := 0, 0
+	for _, ep := range eps {
+		if epTLSMode(ep) == "istio" {
+			sidecars++
+		} else {
+			plain++
+		}
+	}
+	switch {
+	case user != nil && user.Mode == networking.ClientTLSSettings_DISABLE && b.in.MTLS.Mode == index.MTLSStrict && !svc.MeshExternal:
+		st.d.add(diag{id: "D19", sev: explain.SeverityError, refs: append(refsOf(src.ref), refsOf(b.in.MTLS.Origin.Resource)...),
+			msg: fmt.Sprintf("%s sets tls.mode DISABLE, but %s requires mTLS (STRICT): the server sidecars reset the plaintext connections of cluster %s", src.title(), svc.Namespace, c.Name),
+			fix: "remove tls.mode DISABLE (auto-mTLS then applies) or set ISTIO_MUTUAL"})
+	case user != nil && user.Mode == networking.ClientTLSSettings_ISTIO_MUTUAL && (svc.MeshExternal || plain > 0):
+		why := "the host is MESH_EXTERNAL"
+		if !svc.MeshExternal {
+			why = fmt.Sprintf("%d endpoint(s) on port %d have no sidecar", plain, b.in.Port.Number)
+		}
+		st.d.add(diag{id: "D19", sev: explain.SeverityError, refs: refsOf(src.ref),
+			msg: fmt.Sprintf("%s sets tls.mode ISTIO_MUTUAL for cluster %s, but %s: those handshakes fail (no per-endpoint plaintext fallback)", src.title(), c.Name, why),
+			fix: "remove tls (auto-mTLS falls back per endpoint) or use SIMPLE/MUTUAL for external hosts"})
+	case user != nil && (user.Mode == networking.ClientTLSSettings_SIMPLE || user.Mode == networking.ClientTLSSettings_MUTUAL) && !svc.MeshExternal && sidecars > 0:
+		st.d.add(diag{id: "D19", sev: explain.SeverityWarning, refs: refsOf(src.ref),
+			msg: fmt.Sprintf("%s originates %s TLS to %s, whose endpoints run sidecars: the server sidecar receives non-Istio TLS (rejected under STRICT, passed through as opaque bytes under PERMISSIVE)", src.title(), user.Mode, svc.Hostname),
+			fix: "use ISTIO_MUTUAL, or no tls (auto-mTLS), for in-mesh destinations"})
+	case user == nil && ts == nil && !b.mesh.GetEnableAutoMtls().GetValue() && mode == index.MTLSStrict && !svc.MeshExternal:
+		st.d.add(diag{id: "D19", sev: explain.SeverityError, refs: refsOf(b.in.MTLS.Origin.Resource),
+			msg: fmt.Sprintf("enableAutoMtls is off and no DestinationRule sets tls for cluster %s, but %s requires mTLS (STRICT): connections go out in plaintext and are reset", c.Name, svc.Namespace),
+			fix: "set tls.mode ISTIO_MUTUAL in a DestinationRule, or enable enableAutoMtls"})
+	}
+	for _, w := range b.in.WorkloadMTLS {
+		strict := w.Mode == index.MTLSStrict
+		for _, ep := range w.Endpoints {
+			if w.ModeForPort(ep.Port) == index.MTLSStrict {
+				strict = true
+			}
+		}
+		if !strict || svc.MeshExternal {
+			continue
+		}
+		switch {
+		case user != nil && user.Mode == networking.ClientTLSSettings_DISABLE:
+			st.d.add(diag{id: "D19", sev: explain.SeverityError, refs: append(refsOf(src.ref), w.PeerAuthentication),
+				msg: fmt.Sprintf("%s sets tls.mode DISABLE, but %s requires mTLS (STRICT) for %d endpoint(s) of %s: those reset the plaintext connections of cluster %s", src.title(), w.PeerAuthentication, len(w.Endpoints), svc.Hostname, c.Name),
+				fix: "remove tls.mode DISABLE (auto-mTLS then applies) or set ISTIO_MUTUAL"})
+		case user == nil && ts == nil && mode == index.MTLSDisable && b.in.MTLS.Mode == index.MTLSDisable:
+			st.d.add(diag{id: "D19", sev: explain.SeverityError, refs: append(refsOf(b.in.MTLS.Origin.Resource), w.PeerAuthentication),
+				msg: fmt.Sprintf("the namespace mTLS mode of %s is DISABLE, so cluster %s has no auto-mTLS, but %s requires mTLS (STRICT) for %d endpoint(s): those reset the plaintext connections", svc.Namespace, c.Name, w.PeerAuthentication, len(w.Endpoints)),
+				fix: "set tls.mode ISTIO_MUTUAL in a DestinationRule for this host, or align the PeerAuthentications"})
+		}
+	}
+	if user == nil && st.eff.portEntry {
+		if top := b.in.Rule.Spec.GetTrafficPolicy().GetTls(); top != nil && (top.Mode == networking.ClientTLSSettings_SIMPLE || top.Mode == networking.ClientTLSSettings_MUTUAL) {
+			st.d.add(diag{id: "D19", sev: explain.SeverityWarning, refs: refsOf(b.trafficPolicyRef()),
+				msg: fmt.Sprintf("portLevelSettings[port=%d] has no tls, so cluster %s drops the top-level %s TLS origination (CDS uses auto-mTLS or plaintext, while EDS still marks endpoints by the top-level mode)", b.in.Port.Number, c.Name, top.Mode),
+				fix: "repeat the tls block inside the portLevelSettings entry"})
+		}
+	}
+	if user != nil && (user.Mode == networking.ClientTLSSettings_SIMPLE || user.Mode == networking.ClientTLSSettings_MUTUAL) && user.Sni == "" && !isHTTP(b.in.Port.Protocol) {
+		st.d.add(diag{id: "D32", sev: explain.SeverityWarning, refs: refsOf(src.ref),
+			msg: fmt.Sprintf("%s originates %s TLS without sni on port %d (%s): auto_sni only works for HTTP, so cluster %s sends no SNI", src.title(), user.Mode, b.in.Port.Number, protoName(b.in.Port.Protocol), c.Name),
+			fix: "set tls.sni to the server name"})
+	}
+}

@@ -1,0 +1,579 @@
+package envoycluster
+
+import (
+	"fmt"
+	"math"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+	meshv1alpha1 "istio.io/api/mesh/v1alpha1"
+	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
+)
+
+// blockOrigin is the origin of field (relative to the TrafficPolicy) of block k of the cluster's
+// effective policy.
+func (st *clusterState) blockOrigin(k block, field string) provenance.Origin {
+	return st.b.origin(st.eff.src[k], field)
+}
+
+// applyTrafficPolicy mirrors cluster_traffic_policy.go applyTrafficPolicy for an outbound
+// sidecar cluster: h2 upgrade, connection pool (with retry budget and keepalive), outlier
+// detection, load balancer, TLS, proxy protocol; ORIGINAL_DST clusters end CLUSTER_PROVIDED.
+func (st *clusterState) applyTrafficPolicy() {
+	p := st.eff.policy
+	cp := p.GetConnectionPool()
+	if cp == nil {
+		cp = &networking.ConnectionPoolSettings{}
+	}
+	st.applyH2Upgrade(cp)
+	st.applyConnectionPool(cp, p.GetRetryBudget())
+	st.applyOutlierDetection(p.GetOutlierDetection())
+	st.applyLoadBalancer(p.GetLoadBalancer())
+	st.applyTLS(p.GetTls(), p.GetProxyProtocol())
+	if st.c.GetType() == clusterv3.Cluster_ORIGINAL_DST {
+		st.c.LbPolicy = clusterv3.Cluster_CLUSTER_PROVIDED
+		o := istioDefault("ORIGINAL_DST clusters pick the original destination")
+		if t, ok := st.rec.Get("type"); ok {
+			o = withNote(t.Origin, "ORIGINAL_DST clusters pick the original destination")
+		}
+		st.set("lbPolicy", "CLUSTER_PROVIDED", o)
+	}
+	st.policyDiagnostics()
+}
+
+func withNote(o provenance.Origin, note string) provenance.Origin {
+	o.Note = note
+	return o
+}
+
+// shouldH2Upgrade mirrors cluster_traffic_policy.go shouldH2Upgrade.
+func (st *clusterState) shouldH2Upgrade(cp *networking.ConnectionPoolSettings) (bool, provenance.Origin) {
+	if h := cp.GetHttp(); h != nil {
+		if h.UseClientProtocol {
+			return false, provenance.Origin{}
+		}
+		switch h.H2UpgradePolicy {
+		case networking.ConnectionPoolSettings_HTTPSettings_UPGRADE:
+			return true, st.blockOrigin(bConnectionPool, "connectionPool.http.h2UpgradePolicy")
+		case networking.ConnectionPoolSettings_HTTPSettings_DO_NOT_UPGRADE:
+			return false, provenance.Origin{}
+		}
+	}
+	if !isHTTP(st.b.in.Port.Protocol) {
+		return false, provenance.Origin{}
+	}
+	if st.b.mesh.GetH2UpgradePolicy() == meshv1alpha1.MeshConfig_UPGRADE {
+		return true, st.b.meshOrigin("h2UpgradePolicy")
+	}
+	return false, provenance.Origin{}
+}
+
+// applyH2Upgrade mirrors cluster_traffic_policy.go applyH2Upgrade.
+func (st *clusterState) applyH2Upgrade(cp *networking.ConnectionPoolSettings) {
+	up, o := st.shouldH2Upgrade(cp)
+	if !up {
+		return
+	}
+	proto := st.b.in.Port.Protocol
+	fromDR := cp.GetHttp().GetH2UpgradePolicy() == networking.ConnectionPoolSettings_HTTPSettings_UPGRADE
+	if fromDR && !isHTTP(proto) {
+		st.d.add(diag{id: "D22", sev: explain.SeverityWarning, refs: refsOf(st.eff.src[bConnectionPool].ref),
+			msg: fmt.Sprintf("%s sets h2UpgradePolicy UPGRADE on port %d, whose protocol is %s: cluster %s speaks HTTP/2 to the upstream whatever the traffic is", st.eff.src[bConnectionPool].title(), st.b.in.Port.Number, protoName(proto), st.c.Name),
+			fix: "set UPGRADE only for ports that carry HTTP, or name the port (http-…) so the protocol is known"})
+	}
+	if !st.setH2Options(o) {
+		st.d.add(diag{id: "D21", sev: explain.SeverityWarning, refs: refsOf(o.Resource),
+			msg: fmt.Sprintf("h2 upgrade is decided for cluster %s but has no effect: the cluster already uses %s", st.c.Name, st.protocolChoice()),
+			fix: "name the port with an HTTP protocol, or set connectionPool.http.useClientProtocol instead"})
+	}
+}
+
+func protoName(p index.Protocol) string {
+	if isAuto(p) {
+		return "auto-detected"
+	}
+	return string(p)
+}
+
+func (st *clusterState) protocolChoice() string {
+	switch {
+	case st.hpo.GetUseDownstreamProtocolConfig() != nil:
+		return "the downstream protocol (unnamed port)"
+	case st.hpo.GetExplicitHttpConfig().GetHttpProtocolOptions() != nil:
+		return "explicit HTTP/1.1 options (preserveHttp1HeaderCase)"
+	default:
+		return "an explicit protocol"
+	}
+}
+
+// applyConnectionPool mirrors cluster_traffic_policy.go applyConnectionPool.
+func (st *clusterState) applyConnectionPool(cp *networking.ConnectionPoolSettings, rb *networking.TrafficPolicy_RetryBudget) {
+	b := st.b
+	c := st.c
+	// Every outbound cluster carries one DEFAULT-priority threshold with Istio's maxima; the
+	// HIGH priority is never configured (getDefaultCircuitBreakerThresholds).
+	def := istioDefault("Istio raises Envoy's circuit-breaker defaults (getDefaultCircuitBreakerThresholds)")
+	th := &clusterv3.CircuitBreakers_Thresholds{
+		MaxRetries:         u32(math.MaxUint32),
+		MaxRequests:        u32(math.MaxUint32),
+		MaxConnections:     u32(math.MaxUint32),
+		MaxPendingRequests: u32(math.MaxUint32),
+		TrackRemaining:     !b.flags.DisableTrackRemainingCBMetrics,
+	}
+	const max = "4294967295"
+	st.set(pCB+".maxConnections", max, def)
+	st.set(pCB+".maxPendingRequests", max, def)
+	st.set(pCB+".maxRequests", max, def)
+	st.set(pCB+".maxRetries", max, withNote(def, "Envoy's own default is 3, too low during pod churn (getDefaultCircuitBreakerThresholds)"))
+	st.set(pCB+".trackRemaining", fmt.Sprint(th.TrackRemaining), flagOrigin("DISABLE_TRACK_REMAINING_CB_METRICS", "track_remaining = !flag"))
+	if !st.scratch {
+		st.notSent("circuitBreakers.thresholds[1]", "HIGH priority: maxConnections 1024, maxPendingRequests 1024, maxRequests 1024, maxRetries 3",
+			envoyDefault("istiod configures only the DEFAULT priority; HIGH priority routes get Envoy's limits"))
+	}
+	st.applyRetryBudget(th, rb)
+
+	// Fields that land in HttpProtocolOptions are gathered first: http.idleTimeout wins over
+	// tcp.idleTimeout, and zero values count as unset (istiod cannot tell them apart).
+	var idle *durationpb.Duration
+	var idleOrigin provenance.Origin
+	var maxReqPerConn, maxStreams uint32
+	var maxConnDuration *durationpb.Duration
+	var keepalive *networking.ConnectionPoolSettings_HTTPSettings_ConnectionKeepalive
+	if h := cp.GetHttp(); h != nil {
+		if h.Http2MaxRequests > 0 {
+			th.MaxRequests = u32(uint32(h.Http2MaxRequests))
+			st.set(pCB+".maxRequests", fmtU32(uint32(h.Http2MaxRequests)), st.blockOrigin(bConnectionPool, "connectionPool.http.http2MaxRequests"))
+		}
+		if h.Http1MaxPendingRequests > 0 {
+			th.MaxPendingRequests = u32(uint32(h.Http1MaxPendingRequests))
+			st.set(pCB+".maxPendingRequests", fmtU32(uint32(h.Http1MaxPendingRequests)), st.blockOrigin(bConnectionPool, "connectionPool.http.http1MaxPendingRequests"))
+		}
+		// A maxRetries of 0 cannot be told from unset: istiod keeps its default.
+		if h.MaxRetries > 0 {
+			th.MaxRetries = u32(uint32(h.MaxRetries))
+			st.set(pCB+".maxRetries", fmtU32(uint32(h.MaxRetries)), st.blockOrigin(bConnectionPool, "connectionPool.http.maxRetries"))
+		}
+		idle = h.IdleTimeout
+		if idle != nil {
+			idleOrigin = st.blockOrigin(bConnectionPool, "connectionPool.http.idleTimeout")
+		}
+		maxReqPerConn = uint32(h.MaxRequestsPerConnection)
+		maxStreams = uint32(h.MaxConcurrentStreams)
+		keepalive = h.GetHttp2KeepAlive()
+	}
+
+	// applyDefaultConnectionPool: the connect timeout starts from MeshConfig.
+	if ct := b.mesh.GetConnectTimeout(); ct != nil {
+		c.ConnectTimeout = proto.Clone(ct).(*durationpb.Duration)
+		st.set("connectTimeout", fmtDuration(c.ConnectTimeout), b.meshOrigin("connectTimeout"))
+	}
+	if t := cp.GetTcp(); t != nil {
+		if t.ConnectTimeout != nil {
+			c.ConnectTimeout = t.ConnectTimeout
+			st.set("connectTimeout", fmtDuration(t.ConnectTimeout), st.blockOrigin(bConnectionPool, "connectionPool.tcp.connectTimeout"))
+		}
+		if t.MaxConnections > 0 {
+			th.MaxConnections = u32(uint32(t.MaxConnections))
+			st.set(pCB+".maxConnections", fmtU32(uint32(t.MaxConnections)), st.blockOrigin(bConnectionPool, "connectionPool.tcp.maxConnections"))
+		}
+		if t.MaxConnectionDuration != nil {
+			maxConnDuration = t.MaxConnectionDuration
+		}
+		if idle == nil && t.IdleTimeout != nil {
+			idle = t.IdleTimeout
+			idleOrigin = st.blockOrigin(bConnectionPool, "connectionPool.tcp.idleTimeout")
+		}
+	}
+	st.applyTCPKeepalive(cp.GetTcp())
+	c.CircuitBreakers = &clusterv3.CircuitBreakers{Thresholds: []*clusterv3.CircuitBreakers_Thresholds{th}}
+
+	// Any of these creates HttpProtocolOptions, even on a TCP port (which then gets an explicit
+	// HTTP/1.1 config in clusterWrapper.build); the HTTP/2-only ones are silently dropped unless
+	// the cluster is already explicit HTTP/2.
+	if maxConnDuration != nil || idle != nil || maxReqPerConn > 0 || maxStreams > 0 || keepalive != nil {
+		h := st.ensureHPO()
+		if h.CommonHttpProtocolOptions == nil {
+			h.CommonHttpProtocolOptions = &corev3.HttpProtocolOptions{}
+			st.commonHTTPFrom = withNote(st.blockOrigin(bConnectionPool, "connectionPool.http"),
+				"HTTP connection-pool settings create the HTTP protocol options even when none lands in them")
+		}
+		if idle != nil {
+			h.CommonHttpProtocolOptions.IdleTimeout = idle
+			st.set(pHPO+".commonHttpProtocolOptions.idleTimeout", fmtDuration(idle), idleOrigin)
+		}
+		if maxReqPerConn > 0 {
+			h.CommonHttpProtocolOptions.MaxRequestsPerConnection = u32(maxReqPerConn)
+			st.set(pHPO+".commonHttpProtocolOptions.maxRequestsPerConnection", fmtU32(maxReqPerConn), st.blockOrigin(bConnectionPool, "connectionPool.http.maxRequestsPerConnection"))
+		}
+		if maxConnDuration != nil {
+			h.CommonHttpProtocolOptions.MaxConnectionDuration = maxConnDuration
+			st.set(pHPO+".commonHttpProtocolOptions.maxConnectionDuration", fmtDuration(maxConnDuration), st.blockOrigin(bConnectionPool, "connectionPool.tcp.maxConnectionDuration"))
+		}
+		h2 := h.GetExplicitHttpConfig().GetHttp2ProtocolOptions()
+		if h2 != nil && maxStreams > 0 {
+			h2.MaxConcurrentStreams = u32(maxStreams)
+			st.set(pHPO+".explicitHttpConfig.http2ProtocolOptions.maxConcurrentStreams", fmtU32(maxStreams), st.blockOrigin(bConnectionPool, "connectionPool.http.maxConcurrentStreams"))
+		}
+		if h2 != nil && keepalive != nil {
+			h2.ConnectionKeepalive = &corev3.KeepaliveSettings{Interval: keepalive.Interval, Timeout: keepalive.Timeout}
+			st.set(pHPO+".explicitHttpConfig.http2ProtocolOptions.connectionKeepalive",
+				fmt.Sprintf("interval %s, timeout %s", fmtDuration(keepalive.Interval), fmtDuration(keepalive.Timeout)),
+				st.blockOrigin(bConnectionPool, "connectionPool.http.http2KeepAlive"))
+		}
+		if h2 == nil && (maxStreams > 0 || keepalive != nil) {
+			st.d.add(diag{id: "D21", sev: explain.SeverityWarning, refs: refsOf(st.eff.src[bConnectionPool].ref),
+				msg: fmt.Sprintf("%s sets maxConcurrentStreams or http2KeepAlive, but cluster %s is not explicit HTTP/2, so istiod drops them", st.eff.src[bConnectionPool].title(), st.c.Name),
+				fix: "use an HTTP/2 port protocol (http2-, grpc-) or h2UpgradePolicy UPGRADE on an HTTP port"})
+		}
+	}
+	if cp.GetHttp().GetUseClientProtocol() {
+		if h2 := st.hpo.GetExplicitHttpConfig().GetHttp2ProtocolOptions(); h2 != nil && (h2.MaxConcurrentStreams != nil || h2.ConnectionKeepalive != nil) {
+			st.d.add(diag{id: "D21", sev: explain.SeverityWarning, refs: refsOf(st.eff.src[bConnectionPool].ref),
+				msg: fmt.Sprintf("useClientProtocol replaces the explicit HTTP/2 options of cluster %s, dropping maxConcurrentStreams and http2KeepAlive", st.c.Name),
+				fix: "drop useClientProtocol or the HTTP/2 settings"})
+		}
+		st.setUseDownstreamProtocol(st.blockOrigin(bConnectionPool, "connectionPool.http.useClientProtocol"))
+	}
+}
+
+// applyRetryBudget mirrors cluster_traffic_policy.go applyRetryBudget.
+func (st *clusterState) applyRetryBudget(th *clusterv3.CircuitBreakers_Thresholds, rb *networking.TrafficPolicy_RetryBudget) {
+	if rb == nil {
+		return
+	}
+	percent := 20.0
+	pOrigin := istioDefault("retryBudget.percent unset: Istio uses 20%")
+	if rb.Percent != nil {
+		percent = rb.Percent.Value
+		pOrigin = st.blockOrigin(bRetryBudget, "retryBudget.percent")
+	}
+	conc := uint32(3)
+	cOrigin := istioDefault("retryBudget.minRetryConcurrency unset: Istio uses 3")
+	if rb.MinRetryConcurrency > 0 {
+		conc = rb.MinRetryConcurrency
+		cOrigin = st.blockOrigin(bRetryBudget, "retryBudget.minRetryConcurrency")
+	}
+	th.RetryBudget = &clusterv3.CircuitBreakers_Thresholds_RetryBudget{
+		BudgetPercent:       &typev3.Percent{Value: percent},
+		BudgetInterval:      rb.BudgetInterval,
+		MinRetryConcurrency: u32(conc),
+	}
+	st.set(pCB+".retryBudget.budgetPercent", fmtFloat(percent)+"%", pOrigin)
+	st.set(pCB+".retryBudget.minRetryConcurrency", fmtU32(conc), cOrigin)
+	if rb.BudgetInterval != nil {
+		st.set(pCB+".retryBudget.budgetInterval", fmtDuration(rb.BudgetInterval), st.blockOrigin(bRetryBudget, "retryBudget.budgetInterval"))
+	}
+}
+
+// applyTCPKeepalive mirrors cluster.go applyTCPKeepalive: MeshConfig tcpKeepalive first, then the
+// effective connectionPool.tcp.tcpKeepalive field by field.
+func (st *clusterState) applyTCPKeepalive(tcp *networking.ConnectionPoolSettings_TCPSettings) {
+	st.setKeepalive(st.b.mesh.GetTcpKeepalive(), func(f string) provenance.Origin { return st.b.meshOrigin("tcpKeepalive" + f) })
+	if tcp != nil {
+		st.setKeepalive(tcp.TcpKeepalive, func(f string) provenance.Origin {
+			return st.blockOrigin(bConnectionPool, "connectionPool.tcp.tcpKeepalive"+f)
+		})
+	}
+}
+
+// setKeepalive mirrors cluster.go setKeepAliveSettings.
+func (st *clusterState) setKeepalive(ka *networking.ConnectionPoolSettings_TCPSettings_TcpKeepalive, origin func(string) provenance.Origin) {
+	if ka == nil {
+		return
+	}
+	c := st.c
+	if c.UpstreamConnectionOptions == nil {
+		c.UpstreamConnectionOptions = &clusterv3.UpstreamConnectionOptions{TcpKeepalive: &corev3.TcpKeepalive{}}
+		st.set(pKeepalive, "{} (SO_KEEPALIVE on; unset fields use the OS defaults)", origin(""))
+	}
+	k := c.UpstreamConnectionOptions.TcpKeepalive
+	if ka.Probes > 0 {
+		k.KeepaliveProbes = u32(ka.Probes)
+		st.set(pKeepalive+".keepaliveProbes", fmtU32(ka.Probes), origin(".probes"))
+	}
+	if ka.Time != nil {
+		k.KeepaliveTime = u32(uint32(ka.Time.Seconds))
+		st.set(pKeepalive+".keepaliveTime", fmtU32(uint32(ka.Time.Seconds)), withSecondsNote(origin(".time"), ka.Time))
+	}
+	if ka.Interval != nil {
+		k.KeepaliveInterval = u32(uint32(ka.Interval.Seconds))
+		st.set(pKeepalive+".keepaliveInterval", fmtU32(uint32(ka.Interval.Seconds)), withSecondsNote(origin(".interval"), ka.Interval))
+	}
+}
+
+func withSecondsNote(o provenance.Origin, d *durationpb.Duration) provenance.Origin {
+	if d.Nanos != 0 {
+		o.Note = fmt.Sprintf("%s truncated to whole seconds", fmtDuration(d))
+	}
+	return o
+}
+
+// forcesUnhealthy mirrors model.Service.ForcesSupportUnhealthyEndpoints.
+func (b *builder) forcesUnhealthy() (bool, provenance.Origin) {
+	if b.flags.SendUnhealthyEndpoints {
+		return true, flagOrigin("PILOT_SEND_UNHEALTHY_ENDPOINTS", "unhealthy endpoints are sent, so the panic threshold is disabled")
+	}
+	if b.in.Service.TrafficDistribution != "" {
+		return true, b.registryOrigin("spec.trafficDistribution", "traffic distribution needs endpoint health, so unhealthy endpoints are sent")
+	}
+	return false, provenance.Origin{}
+}
+
+// applyOutlierDetection mirrors cluster_traffic_policy.go applyOutlierDetection. This istiod
+// version does not read outlierDetectionHttpErrorCodes.
+func (st *clusterState) applyOutlierDetection(od *networking.OutlierDetection) {
+	if od == nil {
+		return
+	}
+	c := st.c
+	o := func(f string) provenance.Origin { return st.blockOrigin(bOutlierDetection, "outlierDetection."+f) }
+	// A present block (even {}) always disables success-rate ejection; consecutive error
+	// counters are enforced at 100% when positive and 0% when explicitly 0.
+	out := &clusterv3.OutlierDetection{EnforcingSuccessRate: u32(0)}
+	st.set("outlierDetection.enforcingSuccessRate", "0", istioDefault("success-rate ejection is always disabled (applyOutlierDetection)"))
+	if e := od.Consecutive_5XxErrors; e != nil {
+		v := e.GetValue()
+		out.Consecutive_5Xx = u32(v)
+		st.set("outlierDetection.consecutive5xx", fmtU32(v), o("consecutive5xxErrors"))
+		enf := uint32(0)
+		if v > 0 {
+			enf = 100
+		}
+		out.EnforcingConsecutive_5Xx = u32(enf)
+		st.set("outlierDetection.enforcingConsecutive5xx", fmtU32(enf), withNote(o("consecutive5xxErrors"), "100 when consecutive5xxErrors > 0, else 0"))
+	} else if !st.scratch {
+		st.notSent("outlierDetection.consecutive5xx", "5", envoyDefault("consecutive5xxErrors unset: Envoy still ejects after 5 consecutive 5xx"))
+		st.notSent("outlierDetection.enforcingConsecutive5xx", "100", envoyDefault("5xx ejection is enforced by Envoy default"))
+	}
+	if e := od.ConsecutiveGatewayErrors; e != nil {
+		v := e.GetValue()
+		out.ConsecutiveGatewayFailure = u32(v)
+		st.set("outlierDetection.consecutiveGatewayFailure", fmtU32(v), o("consecutiveGatewayErrors"))
+		enf := uint32(0)
+		if v > 0 {
+			enf = 100
+		}
+		out.EnforcingConsecutiveGatewayFailure = u32(enf)
+		st.set("outlierDetection.enforcingConsecutiveGatewayFailure", fmtU32(enf), withNote(o("consecutiveGatewayErrors"), "100 when consecutiveGatewayErrors > 0, else 0"))
+	}
+	if od.Interval != nil {
+		out.Interval = od.Interval
+		st.set("outlierDetection.interval", fmtDuration(od.Interval), o("interval"))
+	} else if !st.scratch {
+		st.notSent("outlierDetection.interval", "10s", envoyDefault(""))
+	}
+	if od.BaseEjectionTime != nil {
+		out.BaseEjectionTime = od.BaseEjectionTime
+		st.set("outlierDetection.baseEjectionTime", fmtDuration(od.BaseEjectionTime), o("baseEjectionTime"))
+	} else if !st.scratch {
+		st.notSent("outlierDetection.baseEjectionTime", "30s", envoyDefault(""))
+	}
+	if od.MaxEjectionPercent > 0 {
+		out.MaxEjectionPercent = u32(uint32(od.MaxEjectionPercent))
+		st.set("outlierDetection.maxEjectionPercent", fmt.Sprint(od.MaxEjectionPercent), o("maxEjectionPercent"))
+	} else if !st.scratch {
+		st.notSent("outlierDetection.maxEjectionPercent", "10", envoyDefault(""))
+	}
+	if od.SplitExternalLocalOriginErrors {
+		out.SplitExternalLocalOriginErrors = true
+		st.set("outlierDetection.splitExternalLocalOriginErrors", "true", o("splitExternalLocalOriginErrors"))
+		if v := od.ConsecutiveLocalOriginFailures.GetValue(); v > 0 {
+			out.ConsecutiveLocalOriginFailure = u32(v)
+			out.EnforcingConsecutiveLocalOriginFailure = u32(100)
+			st.set("outlierDetection.consecutiveLocalOriginFailure", fmtU32(v), o("consecutiveLocalOriginFailures"))
+			st.set("outlierDetection.enforcingConsecutiveLocalOriginFailure", "100", withNote(o("consecutiveLocalOriginFailures"), "enforced when set"))
+		}
+		out.EnforcingLocalOriginSuccessRate = u32(0)
+		st.set("outlierDetection.enforcingLocalOriginSuccessRate", "0", istioDefault("local-origin success-rate ejection is always disabled"))
+	}
+	c.OutlierDetection = out
+
+	// Disable the panic threshold by default: minHealthPercent (0 when unset) is always written.
+	mhp := od.MinHealthPercent
+	if mhp >= 0 {
+		po := o("minHealthPercent")
+		if mhp == 0 {
+			po.Note = "unset or 0: the panic threshold is disabled"
+		}
+		if forced, fo := st.b.forcesUnhealthy(); forced {
+			mhp = 0
+			po = fo
+		}
+		c.CommonLbConfig.HealthyPanicThreshold = &typev3.Percent{Value: float64(mhp)}
+		st.set("commonLbConfig.healthyPanicThreshold", fmt.Sprintf("%d%%", mhp), po)
+	}
+}
+
+// supportsUnhealthy mirrors model.Service.SupportsUnhealthyEndpoints.
+func (b *builder) supportsUnhealthy() (bool, provenance.Origin) {
+	if b.flags.AutoSendUnhealthyEndpoints {
+		return true, flagOrigin("PILOT_AUTO_SEND_UNHEALTHY_ENDPOINTS", "unhealthy endpoints are sent by default, so the panic threshold is disabled")
+	}
+	return b.forcesUnhealthy()
+}
+
+// applyLoadBalancer mirrors cluster_traffic_policy.go applyLoadBalancer.
+func (st *clusterState) applyLoadBalancer(lb *networking.LoadBalancerSettings) {
+	b := st.b
+	c := st.c
+	// Order as istiod: CLUSTER_PROVIDED (dynamic forward proxy) stops; the panic threshold
+	// defaults to 0 while unhealthy endpoints are sent; locality settings; ORIGINAL_DST stops;
+	// Redis ports are MAGLEV; the simple policy; consistent hash last, overriding it.
+	if c.LbPolicy == clusterv3.Cluster_CLUSTER_PROVIDED {
+		return
+	}
+	if c.CommonLbConfig.HealthyPanicThreshold == nil {
+		if ok, o := b.supportsUnhealthy(); ok {
+			c.CommonLbConfig.HealthyPanicThreshold = &typev3.Percent{Value: 0}
+			st.set("commonLbConfig.healthyPanicThreshold", "0%", o)
+		} else if !st.scratch {
+			st.notSent("commonLbConfig.healthyPanicThreshold", "50%", envoyDefault("no panic threshold sent"))
+		}
+	}
+	st.applyLocality(lb)
+
+	if c.GetType() == clusterv3.Cluster_ORIGINAL_DST {
+		return
+	}
+	if b.redisMaglev() {
+		c.LbPolicy = clusterv3.Cluster_MAGLEV
+		st.set("lbPolicy", "MAGLEV", flagOrigin("PILOT_ENABLE_REDIS_FILTER", "Redis ports use MAGLEV for client-side sharding"))
+		return
+	}
+	// An unset (or UNSPECIFIED) simple policy is Istio's LEAST_REQUEST, not Envoy's ROUND_ROBIN.
+	simple := lb.GetSimple()
+	so := st.blockOrigin(bLoadBalancer, "loadBalancer.simple")
+	switch simple {
+	case networking.LoadBalancerSettings_LEAST_CONN, networking.LoadBalancerSettings_LEAST_REQUEST: //nolint:staticcheck // LEAST_CONN is LEAST_REQUEST
+		st.applyLeastRequest(lb, so)
+	case networking.LoadBalancerSettings_RANDOM:
+		c.LbPolicy = clusterv3.Cluster_RANDOM
+		st.set("lbPolicy", "RANDOM", so)
+	case networking.LoadBalancerSettings_ROUND_ROBIN:
+		st.applyRoundRobin(lb, so)
+	case networking.LoadBalancerSettings_PASSTHROUGH:
+		c.LbPolicy = clusterv3.Cluster_CLUSTER_PROVIDED
+		st.set("lbPolicy", "CLUSTER_PROVIDED", so)
+		c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_ORIGINAL_DST}
+		st.set("type", "ORIGINAL_DST", withNote(so, "PASSTHROUGH turns the cluster into ORIGINAL_DST"))
+		if c.LoadAssignment != nil {
+			c.LoadAssignment = nil
+			st.rec.Delete("loadAssignment")
+			st.set("loadAssignment", "removed", withNote(so, "PASSTHROUGH wipes the load assignment"))
+		}
+	default:
+		st.applyLeastRequest(lb, istioDefault("Istio's default load balancer (defaultLBAlgorithm)"))
+	}
+	st.applyConsistentHash(lb)
+}
+
+func (st *clusterState) applyLeastRequest(lb *networking.LoadBalancerSettings, o provenance.Origin) {
+	st.c.LbPolicy = clusterv3.Cluster_LEAST_REQUEST
+	st.set("lbPolicy", "LEAST_REQUEST", o)
+	if !st.scratch {
+		st.notSent("leastRequestLbConfig.choiceCount", "2", envoyDefault("power of two choices"))
+	}
+	if ss := st.slowStart(lb, "leastRequestLbConfig"); ss != nil {
+		st.c.LbConfig = &clusterv3.Cluster_LeastRequestLbConfig_{LeastRequestLbConfig: &clusterv3.Cluster_LeastRequestLbConfig{SlowStartConfig: ss}}
+	}
+}
+
+func (st *clusterState) applyRoundRobin(lb *networking.LoadBalancerSettings, o provenance.Origin) {
+	st.c.LbPolicy = clusterv3.Cluster_ROUND_ROBIN
+	st.set("lbPolicy", "ROUND_ROBIN", o)
+	if ss := st.slowStart(lb, "roundRobinLbConfig"); ss != nil {
+		st.c.LbConfig = &clusterv3.Cluster_RoundRobinLbConfig_{RoundRobinLbConfig: &clusterv3.Cluster_RoundRobinLbConfig{SlowStartConfig: ss}}
+	}
+}
+
+// slowStart mirrors setWarmup (and the deprecated setSlowStartConfig).
+func (st *clusterState) slowStart(lb *networking.LoadBalancerSettings, cfg string) *clusterv3.Cluster_SlowStartConfig {
+	p := cfg + ".slowStartConfig"
+	if w := lb.GetWarmup(); w != nil {
+		ss := &clusterv3.Cluster_SlowStartConfig{SlowStartWindow: w.Duration}
+		if w.Duration != nil {
+			st.set(p+".slowStartWindow", fmtDuration(w.Duration), st.blockOrigin(bLoadBalancer, "loadBalancer.warmup.duration"))
+		}
+		aggr := 1.0
+		ao := istioDefault("warmup.aggression unset: Istio ramps linearly (1.0); runtime key is a fixed placeholder")
+		if w.Aggression != nil {
+			aggr = w.Aggression.GetValue()
+			ao = withNote(st.blockOrigin(bLoadBalancer, "loadBalancer.warmup.aggression"), "runtime key is a fixed placeholder")
+		}
+		ss.Aggression = &corev3.RuntimeDouble{DefaultValue: aggr, RuntimeKey: "("}
+		st.set(p+".aggression", fmtFloat(aggr), ao)
+		minw := 10.0
+		mo := istioDefault("warmup.minimumPercent unset: Istio uses 10%, Envoy's default")
+		if w.MinimumPercent != nil {
+			minw = w.MinimumPercent.GetValue()
+			mo = st.blockOrigin(bLoadBalancer, "loadBalancer.warmup.minimumPercent")
+		}
+		ss.MinWeightPercent = &typev3.Percent{Value: minw}
+		st.set(p+".minWeightPercent", fmtFloat(minw)+"%", mo)
+		return ss
+	}
+	if d := lb.GetWarmupDurationSecs(); d != nil {
+		st.set(p+".slowStartWindow", fmtDuration(d), st.blockOrigin(bLoadBalancer, "loadBalancer.warmupDurationSecs"))
+		return &clusterv3.Cluster_SlowStartConfig{SlowStartWindow: d}
+	}
+	return nil
+}
+
+// applyConsistentHash mirrors cluster_traffic_policy.go ApplyRingHashLoadBalancer. The hash keys
+// themselves go to RDS, not CDS.
+func (st *clusterState) applyConsistentHash(lb *networking.LoadBalancerSettings) {
+	ch := lb.GetConsistentHash()
+	if ch == nil {
+		return
+	}
+	c := st.c
+	clearLbConfig := func() {
+		st.rec.Delete("leastRequestLbConfig")
+		st.rec.Delete("roundRobinLbConfig")
+	}
+	// ringHash/maglev without a size keep whatever lb config the simple policy set (a slow
+	// start config with warmup); the deprecated minimumRingSize path always sends a ring size.
+	switch {
+	case ch.GetMaglev() != nil:
+		c.LbPolicy = clusterv3.Cluster_MAGLEV
+		st.set("lbPolicy", "MAGLEV", st.blockOrigin(bLoadBalancer, "loadBalancer.consistentHash.maglev"))
+		if ts := ch.GetMaglev().TableSize; ts != 0 {
+			clearLbConfig()
+			c.LbConfig = &clusterv3.Cluster_MaglevLbConfig_{MaglevLbConfig: &clusterv3.Cluster_MaglevLbConfig{TableSize: wrapperspb.UInt64(ts)}}
+			st.set("maglevLbConfig.tableSize", fmt.Sprint(ts), st.blockOrigin(bLoadBalancer, "loadBalancer.consistentHash.maglev.tableSize"))
+		} else if !st.scratch && c.LbConfig == nil {
+			st.notSent("maglevLbConfig.tableSize", "65537", envoyDefault(""))
+		}
+	case ch.GetRingHash() != nil:
+		c.LbPolicy = clusterv3.Cluster_RING_HASH
+		st.set("lbPolicy", "RING_HASH", st.blockOrigin(bLoadBalancer, "loadBalancer.consistentHash.ringHash"))
+		if rs := ch.GetRingHash().MinimumRingSize; rs != 0 {
+			clearLbConfig()
+			c.LbConfig = &clusterv3.Cluster_RingHashLbConfig_{RingHashLbConfig: &clusterv3.Cluster_RingHashLbConfig{MinimumRingSize: wrapperspb.UInt64(rs)}}
+			st.set("ringHashLbConfig.minimumRingSize", fmt.Sprint(rs), st.blockOrigin(bLoadBalancer, "loadBalancer.consistentHash.ringHash.minimumRingSize"))
+		} else if !st.scratch && c.LbConfig == nil {
+			st.notSent("ringHashLbConfig.minimumRingSize", "1024", envoyDefault(""))
+		}
+	default:
+		c.LbPolicy = clusterv3.Cluster_RING_HASH
+		st.set("lbPolicy", "RING_HASH", st.blockOrigin(bLoadBalancer, "loadBalancer.consistentHash"))
+		size := uint64(1024)
+		so := istioDefault("consistentHash without ringHash or maglev: Istio sends minimumRingSize 1024 explicitly")
+		if m := ch.MinimumRingSize; m != 0 { //nolint:staticcheck // deprecated field still read by istiod
+			size = m
+			so = st.blockOrigin(bLoadBalancer, "loadBalancer.consistentHash.minimumRingSize")
+		}
+		clearLbConfig()
+		c.LbConfig = &clusterv3.Cluster_RingHashLbConfig_{RingHashLbConfig: &clusterv3.Cluster_RingHashLbConfig{MinimumRingSize: wrapperspb.UInt64(size)}}
+		st.set("ringHashLbConfig.minimumRingSize", fmt.Sprint(size), so)
+	}
+	st.rec.Delete("leastRequestLbConfig.choiceCount")
+}
