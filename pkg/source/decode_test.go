@@ -1,0 +1,205 @@
+package source
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestMalformedObjectsAreSkippedWithAnIssueNamingResourceAndField loads testdata/bad/bad.yaml:
+// every malformed object becomes one error naming the object and the offending field, at the
+// field's position, and the valid object next to them still loads.
+func TestMalformedObjectsAreSkippedWithAnIssueNamingResourceAndField(t *testing.T) {
+	snap, err := load(t.Context(), Spec{Files: []string{"testdata/bad"}, DefaultNamespace: "bookinfo"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const f = "testdata/bad/bad.yaml"
+	want := []issue{
+		{
+			Severity: "error", Resource: "DestinationRule bookinfo/unknown-field", Position: f + ":12:9",
+			Field:   "spec.trafficPolicy.connectionPool.tcp.maxConection",
+			Message: `unknown field "maxConection" (did you mean "maxConnections"?); the object is skipped`,
+		},
+		{
+			Severity: "error", Resource: "DestinationRule bookinfo/bad-duration", Position: f + ":24:9",
+			Field:   "spec.trafficPolicy.connectionPool.tcp.connectTimeout",
+			Message: `expected a duration such as "5s" or "100ms", got number 10; the object is skipped`,
+		},
+		{
+			Severity: "error", Resource: "DestinationRule bookinfo/bad-duration", Position: f + ":26:7",
+			Field:   "spec.trafficPolicy.outlierDetection.interval",
+			Message: `invalid duration "5 seconds" (use a duration such as 5s, 100ms or 1h30m); the object is skipped`,
+		},
+		{
+			Severity: "error", Resource: "PeerAuthentication bookinfo/bad-enum", Position: f + ":35:5",
+			Field:   "spec.mtls.mode",
+			Message: `invalid value "STRCT" (valid values: UNSET, DISABLE, PERMISSIVE, STRICT); the object is skipped`,
+		},
+		{
+			Severity: "error", Resource: "DestinationRule bookinfo/wrong-type", Position: f + ":52:11",
+			Field:   "spec.subsets[1].trafficPolicy.connectionPool.http.http2MaxRequests",
+			Message: `expected a 32-bit integer, got string "lots"; the object is skipped`,
+		},
+		{
+			Severity: "error", Resource: "Service bookinfo/bad-port", Position: f + ":64:5",
+			Field:   "spec.ports[1].port",
+			Message: `expected an integer, got string "nine"; the object is skipped`,
+		},
+		{
+			Severity: "error", Resource: "Service bookinfo/unknown-core-field", Position: f + ":75:5",
+			Field:   "spec.ports[0].protocl",
+			Message: `unknown field "protocl"; the object is skipped`,
+		},
+		{
+			Severity: "error", Position: f + ":85:1", Field: "apiVersion",
+			Message: `no matches for kind "EnvoyFilter" in version "networking.istio.io/v1" (served versions: networking.istio.io/v1alpha3)`,
+		},
+		{
+			Severity: "error", Position: f + ":93:1", Field: "metadata.name",
+			Message: "DestinationRule has no name; the object is skipped",
+		},
+		{
+			Severity: "error", Position: f + ":102",
+			Message: "invalid YAML: did not find expected ',' or '}'",
+		},
+		{
+			Severity: "error", Resource: "VirtualService bookinfo/spec-typo", Position: f + ":109:1",
+			Field: "sepc", Message: `unknown field "sepc"; the object is skipped`,
+		},
+	}
+	if diff := cmp.Diff(want, issues(snap)); diff != "" {
+		t.Errorf("issues (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"DestinationRule bookinfo/good"}, keys(snap)); diff != "" {
+		t.Errorf("loaded objects (-want +got):\n%s", diff)
+	}
+}
+
+func TestDecodeProblems(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want []issue
+	}{
+		{
+			name: "a quoted integer is accepted, as jsonpb accepts it",
+			in:   "apiVersion: networking.istio.io/v1\nkind: DestinationRule\nmetadata: {name: a, namespace: ns1}\nspec:\n  host: a\n  trafficPolicy: {connectionPool: {tcp: {maxConnections: \"7\"}}}\n",
+		},
+		{
+			name: "proto field names are accepted, as jsonpb accepts them",
+			in:   "apiVersion: networking.istio.io/v1\nkind: DestinationRule\nmetadata: {name: a, namespace: ns1}\nspec:\n  host: a\n  traffic_policy: {connection_pool: {tcp: {max_connections: 7}}}\n",
+		},
+		{
+			name: "label values must be strings",
+			in:   "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  namespace: ns1\n  labels:\n    version: 1\n",
+			want: []issue{{
+				Severity: "error", Resource: "Pod ns1/p", Position: "<stdin>:7:5", Field: "metadata.labels.version",
+				Message: "expected a string, got number 1; the object is skipped",
+			}},
+		},
+		{
+			name: "a spec that is not a mapping",
+			in:   "apiVersion: security.istio.io/v1\nkind: AuthorizationPolicy\nmetadata: {name: a, namespace: ns1}\nspec: [1]\n",
+			want: []issue{{
+				Severity: "error", Resource: "AuthorizationPolicy ns1/a", Position: "<stdin>:4:1", Field: "spec",
+				Message: "expected an object, got a list; the object is skipped",
+			}},
+		},
+		{
+			name: "a list where an object belongs",
+			in:   "apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {name: v, namespace: ns1}\nspec:\n  hosts: a\n",
+			want: []issue{{
+				Severity: "error", Resource: "VirtualService ns1/v", Position: "<stdin>:5:3", Field: "spec.hosts",
+				Message: `expected a list, got string "a"; the object is skipped`,
+			}},
+		},
+		{
+			name: "invalid map key",
+			in:   "apiVersion: security.istio.io/v1\nkind: PeerAuthentication\nmetadata: {name: a, namespace: ns1}\nspec:\n  portLevelMtls:\n    http: {mode: STRICT}\n",
+			want: []issue{{
+				Severity: "error", Resource: "PeerAuthentication ns1/a", Position: "<stdin>:6:5", Field: "spec.portLevelMtls[http]",
+				Message: `invalid key "http" (expected a non-negative 32-bit integer); the object is skipped`,
+			}},
+		},
+		{
+			name: "duplicate key",
+			in:   "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: ns1}\nspec:\n  type: ClusterIP\n  type: NodePort\n",
+			want: []issue{{
+				Severity: "error", Position: "<stdin>:6",
+				Message: `invalid YAML: key "type" already set in map`,
+			}},
+		},
+		{
+			name: "namespace n is YAML 1.1 false, as kubectl reads it",
+			in:   "apiVersion: v1\nkind: Service\nmetadata:\n  name: s\n  namespace: n\n",
+			want: []issue{{
+				Severity: "error", Resource: "Service default/s", Position: "<stdin>:5:3", Field: "metadata.namespace",
+				Message: "expected a string, got false; the object is skipped",
+			}},
+		},
+		{
+			name: "kind missing",
+			in:   "apiVersion: v1\nmetadata: {name: s}\n",
+			want: []issue{{Severity: "error", Position: "<stdin>:1:1", Field: "kind", Message: "object has no kind; it is skipped"}},
+		},
+		{
+			name: "apiVersion missing",
+			in:   "kind: Service\nmetadata: {name: s}\n",
+			want: []issue{{Severity: "error", Position: "<stdin>:1:1", Field: "apiVersion", Message: "Service has no apiVersion; the object is skipped"}},
+		},
+		{
+			name: "not an object",
+			in:   "- a\n- b\n",
+			want: []issue{{Severity: "error", Position: "<stdin>:1:1", Message: "not a Kubernetes object: expected a mapping with apiVersion and kind, got a list"}},
+		},
+		{
+			name: "kind in a group it does not belong to",
+			in:   "apiVersion: security.istio.io/v1\nkind: DestinationRule\nmetadata: {name: s}\n",
+			want: []issue{{
+				Severity: "error", Position: "<stdin>:1:1", Field: "apiVersion",
+				Message: `no matches for kind "DestinationRule" in version "security.istio.io/v1" (DestinationRule is networking.istio.io/v1)`,
+			}},
+		},
+		{
+			name: "other groups' kinds are ignored silently",
+			in:   "apiVersion: serving.knative.dev/v1\nkind: Service\nmetadata: {name: s}\nspec: {whatever: 1}\n",
+		},
+		{
+			name: "invalid JSON",
+			in:   "{\"apiVersion\": \"v1\",\n \"kind\": }\n",
+			want: []issue{{Severity: "error", Position: "<stdin>:2:11", Message: "invalid JSON: invalid character '}' looking for beginning of value"}},
+		},
+		{
+			name: "invalid separator",
+			in:   "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n--- {b: c}\nkind: Namespace\n",
+			want: []issue{{Severity: "error", Position: "<stdin>:4", Message: "invalid YAML document separator: {b: c} (only a comment may follow ---)"}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			snap, err := load(t.Context(), Spec{Files: []string{"-"}, Stdin: strings.NewReader(tt.in)}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, issues(snap)); diff != "" {
+				t.Errorf("issues (-want +got):\n%s", diff)
+			}
+			if len(tt.want) == 0 && strings.Contains(tt.name, "accepted") && len(snap.Sources) != 1 {
+				t.Errorf("object not loaded")
+			}
+		})
+	}
+}
+
+func TestProtoNamesDecodeToTheSameValues(t *testing.T) {
+	in := "apiVersion: networking.istio.io/v1\nkind: DestinationRule\nmetadata: {name: a, namespace: ns1}\nspec:\n  host: a\n  traffic_policy: {connection_pool: {tcp: {max_connections: \"7\"}}}\n"
+	snap, err := load(t.Context(), Spec{Files: []string{"-"}, Stdin: strings.NewReader(in)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := snap.DestinationRules[0].Spec.GetTrafficPolicy().GetConnectionPool().GetTcp().GetMaxConnections(); got != 7 {
+		t.Errorf("maxConnections = %d, want 7", got)
+	}
+}

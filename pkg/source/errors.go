@@ -1,0 +1,80 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+)
+
+// ClusterError is a failure to talk to the cluster at all (refused connection, timeout, bad
+// credentials). Its message is kubectl's (k8s.io/kubectl cmdutil.StandardErrorMessage), in lower
+// case; Unwrap gives the client-go error.
+type ClusterError struct {
+	msg   string
+	cause error
+}
+
+func (e *ClusterError) Error() string { return e.msg }
+
+// Unwrap returns the underlying client-go error.
+func (e *ClusterError) Unwrap() error { return e.cause }
+
+// fatal is true for errors that end the load: the cluster could not be reached or refused our
+// credentials. Errors the API server answers with (forbidden, not found) only make a kind
+// incomplete.
+func fatal(err error) bool {
+	if err == nil {
+		return false
+	}
+	if apierrors.IsUnauthorized(err) {
+		return true
+	}
+	var status apierrors.APIStatus
+	return !errors.As(err, &status)
+}
+
+// clusterErr spells a fatal error the way kubectl does.
+func clusterErr(err error, host string) error {
+	if apierrors.IsUnauthorized(err) {
+		reason := "Unauthorized"
+		var status apierrors.APIStatus
+		if errors.As(err, &status) && status.Status().Message != "" {
+			reason = status.Status().Message
+		}
+		return &ClusterError{msg: fmt.Sprintf("you must be logged in to the server (%s)", reason), cause: err}
+	}
+	if errors.Is(err, context.Canceled) {
+		return &ClusterError{msg: "reading the cluster was canceled", cause: err}
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		if utilnet.IsConnectionRefused(ue.Err) || strings.Contains(ue.Err.Error(), "connection refused") {
+			h := ue.URL
+			if u, perr := url.Parse(ue.URL); perr == nil && u.Host != "" {
+				h = u.Host
+			}
+			return &ClusterError{msg: fmt.Sprintf("the connection to the server %s was refused - did you specify the right host or port?", h), cause: err}
+		}
+		return &ClusterError{msg: fmt.Sprintf("unable to connect to the server: %v", ue.Err), cause: err}
+	}
+	if utilnet.IsConnectionRefused(err) && host != "" {
+		return &ClusterError{msg: fmt.Sprintf("the connection to the server %s was refused - did you specify the right host or port?", host), cause: err}
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &ClusterError{msg: "unable to connect to the server: the request timed out", cause: err}
+	}
+	return &ClusterError{msg: fmt.Sprintf("unable to connect to the server: %v", err), cause: err}
+}
+
+// hostOf is the host:port of an API server URL.
+func hostOf(server string) string {
+	if u, err := url.Parse(server); err == nil && u.Host != "" {
+		return u.Host
+	}
+	return server
+}

@@ -1,0 +1,460 @@
+package source
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
+)
+
+// stdinName is how positions spell standard input.
+const stdinName = "<stdin>"
+
+// fileExtensions are the files a directory contributes (kubectl's FileExtensions).
+var fileExtensions = []string{".json", ".yaml", ".yml"}
+
+// readFiles loads every -f argument in order, as kubectl's resource builder visits them: a file
+// named explicitly is read whatever its extension; a directory contributes its .json, .yaml and
+// .yml files in lexical order, its subdirectories only with -R. Later objects replace earlier
+// ones with the same kind, namespace and name.
+func (l *loader) readFiles() error {
+	for _, f := range l.spec.Files {
+		if f == "-" {
+			if l.spec.Stdin == nil {
+				return errors.New("-f - reads standard input, but none is available")
+			}
+			data, err := io.ReadAll(l.spec.Stdin)
+			if err != nil {
+				return fmt.Errorf("reading standard input: %w", err)
+			}
+			l.loadBytes(stdinName, data)
+			continue
+		}
+		info, err := os.Stat(f)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("the path %q does not exist", f)
+			}
+			return fmt.Errorf("reading %s: %w", f, err)
+		}
+		if !info.IsDir() {
+			if err := l.loadFile(f); err != nil {
+				return err
+			}
+			continue
+		}
+		err = filepath.WalkDir(f, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return fmt.Errorf("reading %s: %w", p, err)
+			}
+			if d.IsDir() {
+				if p != f && !l.spec.Recursive {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if !wantedFile(d.Name()) {
+				return nil
+			}
+			return l.loadFile(p)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// wantedFile says whether a file found in a directory is loaded: YAML or JSON, but not the
+// expected outputs (`want.*`) of a scenario folder.
+func wantedFile(name string) bool {
+	if strings.HasPrefix(name, "want.") {
+		return false
+	}
+	ext := filepath.Ext(name)
+	for _, e := range fileExtensions {
+		if ext == e {
+			return true
+		}
+	}
+	return false
+}
+
+func (l *loader) loadFile(p string) error {
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", p, err)
+	}
+	l.loadBytes(l.displayPath(p), data)
+	return nil
+}
+
+// loadBytes loads one file: a JSON stream when it starts with `{`, YAML documents otherwise
+// (k8s.io/apimachinery's YAMLOrJSONDecoder makes the same choice).
+func (l *loader) loadBytes(file string, data []byte) {
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) > 0 && t[0] == '{' {
+		l.loadJSON(file, data)
+		return
+	}
+	l.loadYAML(file, data)
+}
+
+func (l *loader) loadJSON(file string, data []byte) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for {
+		var raw json.RawMessage
+		err := dec.Decode(&raw)
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		if err != nil {
+			off := dec.InputOffset()
+			var se *json.SyntaxError
+			if errors.As(err, &se) {
+				off = se.Offset
+			}
+			line, col := lineCol(data, off)
+			l.issue(model.LoadIssue{
+				Severity: "error", Position: &provenance.Position{File: file, Line: line, Col: col},
+				Message: fmt.Sprintf("invalid JSON: %v", err),
+			})
+			return
+		}
+		end := dec.InputOffset()
+		line, col := lineCol(data, end-int64(len(raw)))
+		var node yaml.Node
+		var root *yaml.Node
+		if yaml.Unmarshal(raw, &node) == nil {
+			root = resolve(&node)
+			shiftNodes(root, line, col)
+		}
+		pos := provenance.Position{File: file, Line: line, Col: col}
+		l.loadDocument(document{file: file, node: root, pos: pos}, raw, nil)
+	}
+}
+
+// lineCol turns a byte offset into a 1-based line and column.
+func lineCol(data []byte, off int64) (int, int) {
+	if off > int64(len(data)) {
+		off = int64(len(data))
+	}
+	before := data[:off]
+	line := bytes.Count(before, []byte("\n")) + 1
+	col := int(off) - (bytes.LastIndexByte(before, '\n') + 1) + 1
+	return line, col
+}
+
+// yamlChunk is one YAML document of a file, split the way kubectl splits them.
+type yamlChunk struct {
+	text      []byte
+	startLine int
+	// badSeparator is set when the `---` line that opens the chunk has trailing content.
+	badSeparator string
+	sepLine      int
+}
+
+// splitYAML splits a YAML stream on `---` lines, like k8s.io/apimachinery's YAMLReader: a line
+// starting with `---` followed by nothing but spaces or a comment separates documents.
+func splitYAML(data []byte) []yamlChunk {
+	var out []yamlChunk
+	cur := yamlChunk{startLine: 1}
+	r := bufio.NewReader(bytes.NewReader(data))
+	lineNo := 0
+	for {
+		line, err := r.ReadBytes('\n')
+		if len(line) > 0 {
+			lineNo++
+			if bytes.HasPrefix(line, []byte("---")) {
+				rest := strings.TrimSpace(string(line[3:]))
+				out = append(out, cur)
+				cur = yamlChunk{startLine: lineNo + 1}
+				if rest != "" && rest[0] != '#' {
+					cur.badSeparator, cur.sepLine = rest, lineNo
+				}
+			} else {
+				cur.text = append(cur.text, line...)
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	return append(out, cur)
+}
+
+var yamlLineRE = regexp.MustCompile(`^(?:yaml: )?line (\d+): `)
+
+func (l *loader) loadYAML(file string, data []byte) {
+	for _, ch := range splitYAML(data) {
+		if ch.badSeparator != "" {
+			l.issue(model.LoadIssue{
+				Severity: "error", Position: &provenance.Position{File: file, Line: ch.sepLine},
+				Message: fmt.Sprintf("invalid YAML document separator: %s (only a comment may follow ---)", ch.badSeparator),
+			})
+			continue
+		}
+		if len(bytes.TrimSpace(ch.text)) == 0 {
+			continue
+		}
+		js, err := sigsyaml.YAMLToJSONStrict(ch.text)
+		if err != nil {
+			msg := strings.TrimSpace(strings.TrimPrefix(trimYAMLError(err), "unmarshal errors:"))
+			line := ch.startLine
+			if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+				n, _ := strconv.Atoi(m[1])
+				line = ch.startLine + n - 1
+				msg = msg[len(m[0]):]
+			}
+			msg = strings.ReplaceAll(msg, "\n", " ")
+			l.issue(model.LoadIssue{
+				Severity: "error", Position: &provenance.Position{File: file, Line: line},
+				Message: fmt.Sprintf("invalid YAML: %s", strings.Join(strings.Fields(msg), " ")),
+			})
+			continue
+		}
+		// Values come from sigs.k8s.io/yaml (YAML 1.1, what kubectl sends to the API server);
+		// positions from yaml.v3 nodes. When yaml.v3 cannot parse a document that YAML 1.1
+		// accepts, the object still loads, with its document position only.
+		var node yaml.Node
+		var root *yaml.Node
+		if yaml.Unmarshal(ch.text, &node) == nil {
+			root = resolve(&node)
+			shiftNodes(root, ch.startLine, 1)
+		}
+		pos := provenance.Position{File: file, Line: ch.startLine, Col: 1}
+		if root != nil {
+			pos = *nodePos(file, root)
+		}
+		l.loadDocument(document{file: file, node: root, pos: pos}, js, nil)
+	}
+}
+
+// document is one object's place in a file.
+type document struct {
+	file string
+	// node is the object's YAML node; nil when it could not be parsed for positions.
+	node *yaml.Node
+	pos  provenance.Position
+}
+
+func (d document) at(path string) *provenance.Position {
+	if d.node != nil {
+		if p := locate(d.file, d.node, path); p != nil {
+			return p
+		}
+	}
+	p := d.pos
+	return &p
+}
+
+// header is what is read of an object before its kind is known; decoded leniently so that even
+// a malformed object can be named.
+type header struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+	} `json:"metadata"`
+	Items []json.RawMessage `json:"items"`
+}
+
+// loadDocument loads one object, or the items of a List. inherit is the header of the enclosing
+// typed list (DestinationRuleList), whose items may omit apiVersion and kind.
+func (l *loader) loadDocument(d document, js []byte, inherit *header) {
+	defer func() {
+		// A decoder bug must cost one object, never the whole load.
+		if r := recover(); r != nil {
+			l.issue(model.LoadIssue{Severity: "error", Position: &d.pos, Message: fmt.Sprintf("cannot decode this object: %v", r)})
+		}
+	}()
+	js = bytes.TrimSpace(js)
+	if len(js) == 0 || isNull(js) {
+		return
+	}
+	if js[0] != '{' {
+		l.issue(model.LoadIssue{
+			Severity: "error", Position: &d.pos,
+			Message: fmt.Sprintf("not a Kubernetes object: expected a mapping with apiVersion and kind, got %s", describeJSON(js)),
+		})
+		return
+	}
+	var h header
+	_ = json.Unmarshal(js, &h) // lenient: a malformed field elsewhere must not hide the name
+	if inherit != nil {
+		if h.Kind == "" {
+			h.Kind = inherit.Kind
+		}
+		if h.APIVersion == "" {
+			h.APIVersion = inherit.APIVersion
+		}
+	}
+	switch {
+	case h.Kind == "":
+		l.issue(model.LoadIssue{Severity: "error", Position: &d.pos, Field: "kind", Message: "object has no kind; it is skipped"})
+		return
+	case h.APIVersion == "":
+		l.issue(model.LoadIssue{Severity: "error", Position: &d.pos, Field: "apiVersion", Message: fmt.Sprintf("%s has no apiVersion; the object is skipped", h.Kind)})
+		return
+	}
+
+	if h.Items != nil && (h.Kind == "List" || strings.HasSuffix(h.Kind, "List")) {
+		var items *yaml.Node
+		if d.node != nil {
+			_, items = mappingField(d.node, "items")
+			items = resolve(items)
+		}
+		var elem *header
+		if h.Kind != "List" {
+			elem = &header{Kind: strings.TrimSuffix(h.Kind, "List"), APIVersion: h.APIVersion}
+		}
+		for i, item := range h.Items {
+			child := document{file: d.file, pos: d.pos}
+			if items != nil && items.Kind == yaml.SequenceNode && i < len(items.Content) {
+				child.node = resolve(items.Content[i])
+				child.pos = *nodePos(d.file, child.node)
+			}
+			l.loadDocument(child, item, elem)
+		}
+		return
+	}
+
+	gv, err := schema.ParseGroupVersion(h.APIVersion)
+	if err != nil {
+		l.issue(model.LoadIssue{Severity: "error", Position: d.at("apiVersion"), Field: "apiVersion", Message: fmt.Sprintf("%s: invalid apiVersion %q", h.Kind, h.APIVersion)})
+		return
+	}
+	if gv.Group == "" && h.Kind == kindConfigMap {
+		l.loadConfigMap(d, js, h, gv)
+		return
+	}
+	ki := kindByGroupKind(gv.Group, h.Kind)
+	if ki == nil {
+		if k := kindByName(h.Kind); k != nil && ownGroup(gv.Group) {
+			l.issue(model.LoadIssue{
+				Severity: "error", Position: d.at("apiVersion"), Field: "apiVersion",
+				Message: fmt.Sprintf("no matches for kind %q in version %q (%s is %s)", h.Kind, h.APIVersion, h.Kind, k.apiVersion()),
+			})
+		}
+		return // not a kind the engines read
+	}
+	if !ki.serves(gv.Version) {
+		l.issue(model.LoadIssue{
+			Severity: "error", Position: d.at("apiVersion"), Field: "apiVersion",
+			Message: fmt.Sprintf("no matches for kind %q in version %q (served versions: %s)", h.Kind, h.APIVersion, servedVersions(ki)),
+		})
+		return
+	}
+	if h.Metadata.Name == "" {
+		l.issue(model.LoadIssue{Severity: "error", Position: d.at("metadata"), Field: "metadata.name", Message: fmt.Sprintf("%s has no name; the object is skipped", h.Kind)})
+		return
+	}
+	ns := h.Metadata.Namespace
+	switch {
+	case ki.cluster:
+		ns = ""
+	case ns == "":
+		ns = l.spec.DefaultNamespace
+	}
+	ref := provenance.Ref{Kind: ki.kind, Namespace: ns, Name: h.Metadata.Name}
+	o, problems := ki.decode(js)
+	if len(problems) > 0 {
+		l.fieldIssues(d, ref, problems)
+		return
+	}
+	o.SetNamespace(ns)
+	o.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{Group: ki.group, Version: ki.versions[0], Kind: ki.kind})
+	l.addFileObject(d, model.ObjectKey{Kind: ki.kind, Namespace: ns, Name: h.Metadata.Name}, o)
+}
+
+// ownGroup is true for the API groups whose kinds the engines read.
+func ownGroup(g string) bool {
+	return g == groupCore || g == groupApps || g == groupNetworking || g == groupSecurity
+}
+
+func servedVersions(ki *kindInfo) string {
+	vs := make([]string, len(ki.versions))
+	for i, v := range ki.versions {
+		vs[i] = ki.group + "/" + v
+	}
+	return strings.Join(vs, ", ")
+}
+
+func (l *loader) fieldIssues(d document, ref provenance.Ref, problems []fieldError) {
+	for _, p := range problems {
+		r := ref
+		l.issue(model.LoadIssue{
+			Severity: "error", Resource: &r, Position: d.at(p.Path), Field: p.Path,
+			Message: p.Message + "; the object is skipped",
+		})
+	}
+}
+
+// addFileObject records an object read from a file; in overlay mode it replaces the live object
+// with the same kind, namespace and name.
+func (l *loader) addFileObject(d document, key model.ObjectKey, o object) {
+	pos := d.pos
+	if l.fromFile[key] {
+		prev := l.sources[key].Position
+		ref := key.Ref()
+		msg := "defined more than once; this definition replaces the earlier one"
+		if prev != nil {
+			msg = fmt.Sprintf("defined more than once; this definition replaces the one at %s", prev)
+		}
+		l.issue(model.LoadIssue{Severity: "warning", Resource: &ref, Position: &pos, Message: msg})
+	}
+	l.fromFile[key] = true
+	l.objs[key] = o
+	l.sources[key] = model.Source{Position: &pos, Overlay: l.spec.Overlay}
+	if d.node != nil {
+		l.loc.objs[key] = located{file: d.file, node: d.node}
+	} else {
+		delete(l.loc.objs, key)
+	}
+}
+
+// loadConfigMap keeps the mesh ConfigMap (istio or istio-<revision> in the Istio namespace);
+// every other ConfigMap is ignored.
+func (l *loader) loadConfigMap(d document, js []byte, h header, gv schema.GroupVersion) {
+	ns := h.Metadata.Namespace
+	if ns == "" {
+		ns = l.spec.DefaultNamespace
+	}
+	if gv.Version != "v1" || h.Metadata.Name != MeshConfigMapName(l.spec.Revision) || ns != l.spec.IstioNamespace {
+		return
+	}
+	ref := provenance.Ref{Kind: kindConfigMap, Namespace: ns, Name: h.Metadata.Name}
+	o, problems := decodeKube[corev1.ConfigMap](js)
+	if len(problems) > 0 {
+		l.fieldIssues(d, ref, problems)
+		return
+	}
+	if l.fileMesh != nil {
+		r := ref
+		l.issue(model.LoadIssue{
+			Severity: "warning", Resource: &r, Position: &d.pos,
+			Message: fmt.Sprintf("defined more than once; this definition replaces the one at %s", l.fileMesh.pos),
+		})
+	}
+	cm := o.(*corev1.ConfigMap)
+	y, ok := cm.Data[MeshConfigKey]
+	pos := d.at("data." + MeshConfigKey)
+	l.fileMesh = &meshInput{yaml: y, hasKey: ok, ref: ref, pos: pos}
+}

@@ -1,0 +1,321 @@
+package source
+
+import (
+	"context"
+	"slices"
+
+	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	networkingv1alpha3 "istio.io/client-go/pkg/apis/networking/v1alpha3"
+	securityv1 "istio.io/client-go/pkg/apis/security/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
+)
+
+// The kinds Load reads, spelled as in Read.Kind and model.ObjectKey.Kind.
+const (
+	KindNamespace           = "Namespace"
+	KindService             = "Service"
+	KindPod                 = "Pod"
+	KindDeployment          = "Deployment"
+	KindServiceEntry        = "ServiceEntry"
+	KindWorkloadEntry       = "WorkloadEntry"
+	KindDestinationRule     = "DestinationRule"
+	KindVirtualService      = "VirtualService"
+	KindSidecar             = "Sidecar"
+	KindEnvoyFilter         = "EnvoyFilter"
+	KindPeerAuthentication  = "PeerAuthentication"
+	KindAuthorizationPolicy = "AuthorizationPolicy"
+	kindConfigMap           = "ConfigMap"
+	groupNetworking         = "networking.istio.io"
+	groupSecurity           = "security.istio.io"
+	groupApps               = "apps"
+	groupCore               = ""
+)
+
+// Kinds returns every kind Load can read, in a stable order.
+func Kinds() []string {
+	out := make([]string, 0, len(kindTable))
+	for _, k := range kindTable {
+		out = append(out, k.kind)
+	}
+	return out
+}
+
+// object is what every loaded Kubernetes or Istio object is.
+type object interface {
+	metav1.Object
+	runtime.Object
+}
+
+// kindInfo describes one kind: how files spell it, how to decode it, how to list it.
+type kindInfo struct {
+	kind  string
+	group string
+	// versions are the versions accepted in files; objects are decoded into the Go type of
+	// apiVersion (the first version).
+	versions []string
+	// resource is the plural resource name, as in `kubectl get <resource>`.
+	resource string
+	istio    bool
+	cluster  bool
+	decode   func(js []byte) (object, []fieldError)
+	// list reads one page of the kind in namespace ns ("" for all namespaces).
+	list func(ctx context.Context, c *clients, ns string, opts metav1.ListOptions) ([]object, string, error)
+}
+
+// apiVersion is the group/version of the Go type objects are decoded into.
+func (k *kindInfo) apiVersion() string {
+	if k.group == "" {
+		return k.versions[0]
+	}
+	return k.group + "/" + k.versions[0]
+}
+
+// qualifiedResource is `destinationrules.networking.istio.io` (`pods` for the core group).
+func (k *kindInfo) qualifiedResource() string {
+	if k.group == "" {
+		return k.resource
+	}
+	return k.resource + "." + k.group
+}
+
+var (
+	networkingVersions = []string{"v1", "v1beta1", "v1alpha3"}
+	securityVersions   = []string{"v1", "v1beta1"}
+)
+
+// kindTable lists the kinds in the order reads and results are reported.
+var kindTable = []*kindInfo{
+	{
+		kind: KindNamespace, versions: []string{"v1"}, resource: "namespaces", cluster: true,
+		decode: decodeKube[corev1.Namespace],
+		list: func(ctx context.Context, c *clients, _ string, o metav1.ListOptions) ([]object, string, error) {
+			l, err := c.kube.CoreV1().Namespaces().List(ctx, o)
+			if err != nil {
+				return nil, "", err
+			}
+			return items(l.Items), l.Continue, nil
+		},
+	},
+	{
+		kind: KindService, versions: []string{"v1"}, resource: "services",
+		decode: decodeKube[corev1.Service],
+		list: func(ctx context.Context, c *clients, ns string, o metav1.ListOptions) ([]object, string, error) {
+			l, err := c.kube.CoreV1().Services(ns).List(ctx, o)
+			if err != nil {
+				return nil, "", err
+			}
+			return items(l.Items), l.Continue, nil
+		},
+	},
+	{
+		kind: KindPod, versions: []string{"v1"}, resource: "pods",
+		decode: decodeKube[corev1.Pod],
+		list: func(ctx context.Context, c *clients, ns string, o metav1.ListOptions) ([]object, string, error) {
+			l, err := c.kube.CoreV1().Pods(ns).List(ctx, o)
+			if err != nil {
+				return nil, "", err
+			}
+			return items(l.Items), l.Continue, nil
+		},
+	},
+	{
+		kind: KindDeployment, group: groupApps, versions: []string{"v1"}, resource: "deployments",
+		decode: decodeKube[appsv1.Deployment],
+		list: func(ctx context.Context, c *clients, ns string, o metav1.ListOptions) ([]object, string, error) {
+			l, err := c.kube.AppsV1().Deployments(ns).List(ctx, o)
+			if err != nil {
+				return nil, "", err
+			}
+			return items(l.Items), l.Continue, nil
+		},
+	},
+	{
+		kind: KindServiceEntry, group: groupNetworking, versions: networkingVersions, resource: "serviceentries", istio: true,
+		decode: func(js []byte) (object, []fieldError) {
+			o := &networkingv1.ServiceEntry{}
+			return decodeIstio(js, o, &o.TypeMeta, &o.ObjectMeta, &o.Spec)
+		},
+		list: func(ctx context.Context, c *clients, ns string, o metav1.ListOptions) ([]object, string, error) {
+			l, err := c.istio.NetworkingV1().ServiceEntries(ns).List(ctx, o)
+			if err != nil {
+				return nil, "", err
+			}
+			return ptrItems(l.Items), l.Continue, nil
+		},
+	},
+	{
+		kind: KindWorkloadEntry, group: groupNetworking, versions: networkingVersions, resource: "workloadentries", istio: true,
+		decode: func(js []byte) (object, []fieldError) {
+			o := &networkingv1.WorkloadEntry{}
+			return decodeIstio(js, o, &o.TypeMeta, &o.ObjectMeta, &o.Spec)
+		},
+		list: func(ctx context.Context, c *clients, ns string, o metav1.ListOptions) ([]object, string, error) {
+			l, err := c.istio.NetworkingV1().WorkloadEntries(ns).List(ctx, o)
+			if err != nil {
+				return nil, "", err
+			}
+			return ptrItems(l.Items), l.Continue, nil
+		},
+	},
+	{
+		kind: KindDestinationRule, group: groupNetworking, versions: networkingVersions, resource: "destinationrules", istio: true,
+		decode: func(js []byte) (object, []fieldError) {
+			o := &networkingv1.DestinationRule{}
+			return decodeIstio(js, o, &o.TypeMeta, &o.ObjectMeta, &o.Spec)
+		},
+		list: func(ctx context.Context, c *clients, ns string, o metav1.ListOptions) ([]object, string, error) {
+			l, err := c.istio.NetworkingV1().DestinationRules(ns).List(ctx, o)
+			if err != nil {
+				return nil, "", err
+			}
+			return ptrItems(l.Items), l.Continue, nil
+		},
+	},
+	{
+		kind: KindVirtualService, group: groupNetworking, versions: networkingVersions, resource: "virtualservices", istio: true,
+		decode: func(js []byte) (object, []fieldError) {
+			o := &networkingv1.VirtualService{}
+			return decodeIstio(js, o, &o.TypeMeta, &o.ObjectMeta, &o.Spec)
+		},
+		list: func(ctx context.Context, c *clients, ns string, o metav1.ListOptions) ([]object, string, error) {
+			l, err := c.istio.NetworkingV1().VirtualServices(ns).List(ctx, o)
+			if err != nil {
+				return nil, "", err
+			}
+			return ptrItems(l.Items), l.Continue, nil
+		},
+	},
+	{
+		kind: KindSidecar, group: groupNetworking, versions: networkingVersions, resource: "sidecars", istio: true,
+		decode: func(js []byte) (object, []fieldError) {
+			o := &networkingv1.Sidecar{}
+			return decodeIstio(js, o, &o.TypeMeta, &o.ObjectMeta, &o.Spec)
+		},
+		list: func(ctx context.Context, c *clients, ns string, o metav1.ListOptions) ([]object, string, error) {
+			l, err := c.istio.NetworkingV1().Sidecars(ns).List(ctx, o)
+			if err != nil {
+				return nil, "", err
+			}
+			return ptrItems(l.Items), l.Continue, nil
+		},
+	},
+	{
+		kind: KindEnvoyFilter, group: groupNetworking, versions: []string{"v1alpha3"}, resource: "envoyfilters", istio: true,
+		decode: func(js []byte) (object, []fieldError) {
+			o := &networkingv1alpha3.EnvoyFilter{}
+			return decodeIstio(js, o, &o.TypeMeta, &o.ObjectMeta, &o.Spec)
+		},
+		list: func(ctx context.Context, c *clients, ns string, o metav1.ListOptions) ([]object, string, error) {
+			l, err := c.istio.NetworkingV1alpha3().EnvoyFilters(ns).List(ctx, o)
+			if err != nil {
+				return nil, "", err
+			}
+			return ptrItems(l.Items), l.Continue, nil
+		},
+	},
+	{
+		kind: KindPeerAuthentication, group: groupSecurity, versions: securityVersions, resource: "peerauthentications", istio: true,
+		decode: func(js []byte) (object, []fieldError) {
+			o := &securityv1.PeerAuthentication{}
+			return decodeIstio(js, o, &o.TypeMeta, &o.ObjectMeta, &o.Spec)
+		},
+		list: func(ctx context.Context, c *clients, ns string, o metav1.ListOptions) ([]object, string, error) {
+			l, err := c.istio.SecurityV1().PeerAuthentications(ns).List(ctx, o)
+			if err != nil {
+				return nil, "", err
+			}
+			return ptrItems(l.Items), l.Continue, nil
+		},
+	},
+	{
+		kind: KindAuthorizationPolicy, group: groupSecurity, versions: securityVersions, resource: "authorizationpolicies", istio: true,
+		decode: func(js []byte) (object, []fieldError) {
+			o := &securityv1.AuthorizationPolicy{}
+			return decodeIstio(js, o, &o.TypeMeta, &o.ObjectMeta, &o.Spec)
+		},
+		list: func(ctx context.Context, c *clients, ns string, o metav1.ListOptions) ([]object, string, error) {
+			l, err := c.istio.SecurityV1().AuthorizationPolicies(ns).List(ctx, o)
+			if err != nil {
+				return nil, "", err
+			}
+			return ptrItems(l.Items), l.Continue, nil
+		},
+	},
+}
+
+// kindByName returns the table entry for kind, or nil.
+func kindByName(kind string) *kindInfo {
+	for _, k := range kindTable {
+		if k.kind == kind {
+			return k
+		}
+	}
+	return nil
+}
+
+// kindByGroupKind returns the table entry for a group and kind as files spell them, or nil.
+func kindByGroupKind(group, kind string) *kindInfo {
+	for _, k := range kindTable {
+		if k.kind == kind && k.group == group {
+			return k
+		}
+	}
+	return nil
+}
+
+func (k *kindInfo) serves(version string) bool { return slices.Contains(k.versions, version) }
+
+// items turns a list's items into objects.
+func items[T any, PT interface {
+	*T
+	object
+}](xs []T) []object {
+	out := make([]object, 0, len(xs))
+	for i := range xs {
+		out = append(out, PT(&xs[i]))
+	}
+	return out
+}
+
+func ptrItems[PT object](xs []PT) []object {
+	out := make([]object, 0, len(xs))
+	for _, x := range xs {
+		out = append(out, x)
+	}
+	return out
+}
+
+// addToSnapshot appends o to the slice of snap that holds its kind.
+func addToSnapshot(snap *model.Snapshot, o object) {
+	switch o := o.(type) {
+	case *corev1.Namespace:
+		snap.Namespaces = append(snap.Namespaces, o)
+	case *corev1.Service:
+		snap.Services = append(snap.Services, o)
+	case *corev1.Pod:
+		snap.Pods = append(snap.Pods, o)
+	case *appsv1.Deployment:
+		snap.Deployments = append(snap.Deployments, o)
+	case *networkingv1.ServiceEntry:
+		snap.ServiceEntries = append(snap.ServiceEntries, o)
+	case *networkingv1.WorkloadEntry:
+		snap.WorkloadEntries = append(snap.WorkloadEntries, o)
+	case *networkingv1.DestinationRule:
+		snap.DestinationRules = append(snap.DestinationRules, o)
+	case *networkingv1.VirtualService:
+		snap.VirtualServices = append(snap.VirtualServices, o)
+	case *networkingv1.Sidecar:
+		snap.Sidecars = append(snap.Sidecars, o)
+	case *networkingv1alpha3.EnvoyFilter:
+		snap.EnvoyFilters = append(snap.EnvoyFilters, o)
+	case *securityv1.PeerAuthentication:
+		snap.PeerAuthentications = append(snap.PeerAuthentications, o)
+	case *securityv1.AuthorizationPolicy:
+		snap.AuthorizationPolicies = append(snap.AuthorizationPolicies, o)
+	}
+}

@@ -1,0 +1,385 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	istioclient "istio.io/client-go/pkg/clientset/versioned"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
+)
+
+// pageSize is the Limit of every list request; longer lists are read page by page.
+const pageSize = 500
+
+// maxConcurrentReads bounds the requests in flight at once.
+const maxConcurrentReads = 4
+
+// clients reach one cluster. Only get and list are ever called, and never on Secrets.
+type clients struct {
+	kube  kubernetes.Interface
+	istio istioclient.Interface
+	// host is the API server address, for connection errors.
+	host string
+	// user is the user name the kubeconfig names, if any, for forbidden messages.
+	user     string
+	warnings *warningCollector
+}
+
+// newClients builds the clientsets from the kubeconfig the getter resolves (--kubeconfig,
+// --context, --request-timeout, impersonation...). client-go's default rate limit (5 QPS) would
+// throttle a dozen concurrent lists, so an unset limit is raised to kubectl's discovery level.
+func newClients(g genericclioptions.RESTClientGetter) (*clients, error) {
+	cfg, err := g.ToRESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg = rest.CopyConfig(cfg)
+	if cfg.QPS == 0 {
+		cfg.QPS = 50
+	}
+	if cfg.Burst == 0 {
+		cfg.Burst = 100
+	}
+	w := &warningCollector{}
+	cfg.WarningHandler = w
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	istio, err := istioclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	user := cfg.Impersonate.UserName
+	if user == "" {
+		user = cfg.Username
+	}
+	return &clients{kube: kube, istio: istio, host: hostOf(cfg.Host), user: user, warnings: w}, nil
+}
+
+// warningCollector keeps the API server's warnings (deprecations, ...) for the load issues
+// instead of letting client-go print them.
+type warningCollector struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (w *warningCollector) HandleWarningHeader(code int, _ string, text string) {
+	if code != 299 || text == "" {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !slices.Contains(w.msgs, text) {
+		w.msgs = append(w.msgs, text)
+	}
+}
+
+// readTask is one request: a list of a kind in a namespace, a get of one Namespace, or the get
+// of the mesh ConfigMap.
+type readTask struct {
+	kind *kindInfo
+	// ns is the namespace listed ("" for all), or the Namespace name for a get.
+	ns   string
+	get  bool
+	mesh bool
+
+	objs []object
+	cm   *corev1.ConfigMap
+	err  error
+}
+
+// readLive reads spec.Reads and the mesh ConfigMap, concurrently.
+func (l *loader) readLive(ctx context.Context, c *clients) error {
+	tasks, err := planReads(l.spec.Reads)
+	if err != nil {
+		return err
+	}
+	tasks = append(tasks, &readTask{mesh: true})
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sem := make(chan struct{}, maxConcurrentReads)
+	var wg sync.WaitGroup
+	for _, t := range tasks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if ctx.Err() != nil {
+				t.err = ctx.Err()
+				return
+			}
+			l.run(ctx, c, t)
+			if t.err != nil && fatal(t.err) {
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+
+	var firstFatal error
+	for _, t := range tasks {
+		if t.err != nil && fatal(t.err) && !errors.Is(t.err, context.Canceled) {
+			firstFatal = t.err
+			break
+		}
+	}
+	if firstFatal == nil {
+		if err := ctx.Err(); err != nil {
+			for _, t := range tasks {
+				if t.err != nil && fatal(t.err) {
+					firstFatal = t.err
+					break
+				}
+			}
+		}
+	}
+	if firstFatal != nil {
+		return clusterErr(firstFatal, c.host)
+	}
+
+	missing := map[string]bool{}
+	for _, t := range tasks {
+		switch {
+		case t.mesh:
+			l.meshResult(c, t)
+		case t.err == nil:
+			for _, o := range t.objs {
+				l.addLiveObject(t.kind, o)
+			}
+		case t.kind.istio && !t.get && crdMissing(t.err):
+			missing[t.kind.kind] = true
+		default:
+			l.readFailed(c, t)
+		}
+	}
+	if err := l.missingCRDs(missing); err != nil {
+		return err
+	}
+	if c.warnings != nil {
+		for _, w := range c.warnings.msgs {
+			l.issue(model.LoadIssue{Severity: "warning", Message: "the API server warned: " + w})
+		}
+	}
+	return nil
+}
+
+// planReads turns Reads into requests, one per kind and namespace, in Kinds() order.
+func planReads(reads []Read) ([]*readTask, error) {
+	nss := map[string][]string{}
+	all := map[string]bool{}
+	for _, r := range reads {
+		if kindByName(r.Kind) == nil {
+			return nil, fmt.Errorf("cannot read kind %q (known kinds: %s)", r.Kind, strings.Join(Kinds(), ", "))
+		}
+		if r.Namespaces == nil {
+			all[r.Kind] = true
+		}
+		nss[r.Kind] = append(nss[r.Kind], r.Namespaces...)
+	}
+	var tasks []*readTask
+	for _, ki := range kindTable {
+		list, ok := nss[ki.kind]
+		if !ok {
+			continue
+		}
+		if all[ki.kind] {
+			tasks = append(tasks, &readTask{kind: ki})
+			continue
+		}
+		slices.Sort(list)
+		for _, ns := range slices.Compact(list) {
+			if ns == "" {
+				continue
+			}
+			tasks = append(tasks, &readTask{kind: ki, ns: ns, get: ki.cluster})
+		}
+	}
+	return tasks, nil
+}
+
+func (l *loader) run(ctx context.Context, c *clients, t *readTask) {
+	switch {
+	case t.mesh:
+		cm, err := c.kube.CoreV1().ConfigMaps(l.spec.IstioNamespace).Get(ctx, MeshConfigMapName(l.spec.Revision), metav1.GetOptions{})
+		switch {
+		case err == nil:
+			t.cm = cm
+		case apierrors.IsNotFound(err):
+		default:
+			t.err = err
+		}
+	case t.get:
+		ns, err := c.kube.CoreV1().Namespaces().Get(ctx, t.ns, metav1.GetOptions{})
+		switch {
+		case err == nil:
+			t.objs = []object{ns}
+		case apierrors.IsNotFound(err):
+		default:
+			t.err = err
+		}
+	default:
+		t.objs, t.err = listAll(ctx, c, t.kind, t.ns)
+	}
+}
+
+// listAll reads every page of a list. When a continue token expires mid-way, the list is
+// restarted without paging, as client-go's pager does.
+func listAll(ctx context.Context, c *clients, ki *kindInfo, ns string) ([]object, error) {
+	opts := metav1.ListOptions{Limit: pageSize}
+	var out []object
+	for {
+		page, cont, err := ki.list(ctx, c, ns, opts)
+		if err != nil {
+			if apierrors.IsResourceExpired(err) && opts.Continue != "" {
+				opts, out = metav1.ListOptions{}, nil
+				continue
+			}
+			return nil, err
+		}
+		out = append(out, page...)
+		if cont == "" {
+			return out, nil
+		}
+		opts.Continue = cont
+	}
+}
+
+func (l *loader) addLiveObject(ki *kindInfo, o object) {
+	o.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{Group: ki.group, Version: ki.versions[0], Kind: ki.kind})
+	ns := o.GetNamespace()
+	if ki.cluster {
+		ns = ""
+	}
+	key := model.ObjectKey{Kind: ki.kind, Namespace: ns, Name: o.GetName()}
+	l.objs[key] = o
+	l.sources[key] = model.Source{Live: true, ResourceVersion: o.GetResourceVersion()}
+}
+
+func (l *loader) meshResult(c *clients, t *readTask) {
+	name := MeshConfigMapName(l.spec.Revision)
+	if t.err != nil {
+		msg := fmt.Sprintf("%s; istiod's default MeshConfig is assumed", deniedMessage(c, t.err, "get", "configmaps/"+name, l.spec.IstioNamespace))
+		l.incomplete["MeshConfig"] = msg
+		l.issue(model.LoadIssue{
+			Severity: "warning", Resource: &provenance.Ref{Kind: kindConfigMap, Namespace: l.spec.IstioNamespace, Name: name},
+			Message: msg, Incomplete: []string{"MeshConfig"},
+		})
+		return
+	}
+	if t.cm == nil {
+		return
+	}
+	y, ok := t.cm.Data[MeshConfigKey]
+	l.liveMesh = &meshInput{yaml: y, hasKey: ok, ref: provenance.Ref{Kind: kindConfigMap, Namespace: t.cm.Namespace, Name: t.cm.Name}}
+	if l.liveMesh.ref.Namespace == "" {
+		l.liveMesh.ref.Namespace = l.spec.IstioNamespace
+	}
+}
+
+// readFailed records a read that was denied or failed: the kind is incomplete.
+func (l *loader) readFailed(c *clients, t *readTask) {
+	verb, what := "list", t.kind.qualifiedResource()
+	if t.get {
+		verb, what = "get", t.kind.qualifiedResource()+"/"+t.ns
+	}
+	where := t.ns
+	if t.get || t.kind.cluster {
+		where = "-"
+	}
+	msg := deniedMessage(c, t.err, verb, what, where)
+	l.issue(model.LoadIssue{Severity: "warning", Message: msg, Incomplete: []string{t.kind.kind}})
+	if prev, ok := l.incomplete[t.kind.kind]; ok {
+		msg = prev + "; " + msg
+	}
+	l.incomplete[t.kind.kind] = msg
+}
+
+var forbiddenUserRE = regexp.MustCompile(`User "([^"]*)" cannot`)
+
+// deniedMessage spells a failed read: `forbidden: alice cannot list
+// peerauthentications.security.istio.io in namespace foo`. where is a namespace, "" for all
+// namespaces, or "-" for a cluster-scoped object.
+func deniedMessage(c *clients, err error, verb, what, where string) string {
+	scope := " in all namespaces"
+	switch where {
+	case "-":
+		scope = ""
+	case "":
+	default:
+		scope = " in namespace " + where
+	}
+	if apierrors.IsForbidden(err) {
+		user := c.user
+		if m := forbiddenUserRE.FindStringSubmatch(err.Error()); m != nil {
+			user = m[1]
+		}
+		if user == "" {
+			user = "the current user"
+		}
+		return fmt.Sprintf("forbidden: %s cannot %s %s%s", user, verb, what, scope)
+	}
+	return fmt.Sprintf("cannot %s %s%s: %v", verb, what, scope, err)
+}
+
+// crdMissing is true when a list failed because the resource does not exist: the CRD is not
+// installed (the API server answers 404 for the resource, or discovery has no match).
+func crdMissing(err error) bool {
+	return apierrors.IsNotFound(err) || meta.IsNoMatchError(err)
+}
+
+// missingCRDs turns the Istio kinds whose CRDs are missing into one warning, or into an error
+// when no Istio kind could be read at all.
+func (l *loader) missingCRDs(missing map[string]bool) error {
+	if len(missing) == 0 {
+		return nil
+	}
+	requested := 0
+	for _, r := range uniqueKinds(l.spec.Reads) {
+		if kindByName(r).istio {
+			requested++
+		}
+	}
+	kinds := make([]string, 0, len(missing))
+	for k := range missing {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	if len(kinds) == requested {
+		return errors.New("the Istio CRDs are not installed in this cluster (install Istio, or pass -f FILE to explain configuration files)")
+	}
+	msg := fmt.Sprintf("the Istio CRDs are not installed in this cluster: %s could not be read", strings.Join(kinds, ", "))
+	for _, k := range kinds {
+		l.incomplete[k] = msg
+	}
+	l.issue(model.LoadIssue{Severity: "warning", Message: msg, Incomplete: kinds})
+	return nil
+}
+
+func uniqueKinds(reads []Read) []string {
+	var out []string
+	for _, r := range reads {
+		if !slices.Contains(out, r.Kind) {
+			out = append(out, r.Kind)
+		}
+	}
+	return out
+}

@@ -1,0 +1,252 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	meshv1alpha1 "istio.io/api/mesh/v1alpha1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
+)
+
+// DefaultIstioNamespace is where istiod and its mesh ConfigMap live unless --istio-namespace says
+// otherwise.
+const DefaultIstioNamespace = "istio-system"
+
+// Spec says what to load.
+type Spec struct {
+	// Files are the -f arguments: files, directories, or "-" for Stdin. When set (and Overlay
+	// is not), nothing is read from the cluster.
+	Files []string
+	// Recursive is -R: walk directories recursively.
+	Recursive bool
+	// Stdin is read for "-".
+	Stdin io.Reader
+	// Overlay is --overlay: read the cluster, then lay Files over it.
+	Overlay bool
+	// Getter reaches the live cluster (cli-runtime ConfigFlags honour --kubeconfig, --context,
+	// --request-timeout...). Nil means files only.
+	Getter genericclioptions.RESTClientGetter
+	// IstioNamespace is --istio-namespace, where the mesh ConfigMap lives (default istio-system).
+	IstioNamespace string
+	// Revision is --revision: the mesh ConfigMap is istio-<revision>.
+	Revision string
+	// MeshConfigFile is --meshconfig: a raw MeshConfig YAML file that replaces the ConfigMap.
+	MeshConfigFile string
+	// DefaultNamespace is -n: objects in files without metadata.namespace take it (kubectl
+	// semantics; default "default").
+	DefaultNamespace string
+	// Reads says what to read from the cluster. Files are always loaded whole.
+	Reads []Read
+}
+
+// Read is one kind to read from the cluster. Reads of the same kind are merged.
+type Read struct {
+	// Kind is one of Kinds() (KindDestinationRule, ...).
+	Kind string
+	// Namespaces to list the kind in; nil means all namespaces, an empty list none. For
+	// KindNamespace, the names of the Namespace objects to get (nil lists them all).
+	Namespaces []string
+}
+
+// Load reads the objects and the MeshConfig the engines need. Problems with single objects or
+// denied reads become Snapshot.Issues (and Snapshot.Incomplete); Load fails only when nothing
+// useful can be read: a path that does not exist, an invalid --meshconfig file, a cluster that
+// cannot be reached or refuses the credentials (a *ClusterError, worded as kubectl words it), or
+// a cluster without Istio's CRDs. With Files and without Overlay, the cluster is never contacted.
+func Load(ctx context.Context, s Spec) (*model.Snapshot, error) {
+	var c *clients
+	if s.Getter != nil && (len(s.Files) == 0 || s.Overlay) {
+		var err error
+		if c, err = newClients(s.Getter); err != nil {
+			return nil, err
+		}
+	}
+	return load(ctx, s, c)
+}
+
+// LoadFiles loads files or directories offline, with defaultNamespace for objects without
+// one. It is Load for tests and tools that have no cluster.
+func LoadFiles(paths []string, defaultNamespace string) (*model.Snapshot, error) {
+	return Load(context.Background(), Spec{Files: paths, DefaultNamespace: defaultNamespace})
+}
+
+// load is Load with the cluster clients given (nil: files only), so tests can pass fakes.
+func load(ctx context.Context, s Spec, c *clients) (*model.Snapshot, error) {
+	if s.IstioNamespace == "" {
+		s.IstioNamespace = DefaultIstioNamespace
+	}
+	if s.DefaultNamespace == "" {
+		s.DefaultNamespace = "default"
+	}
+	live := c != nil && (len(s.Files) == 0 || s.Overlay)
+	switch {
+	case s.Overlay && len(s.Files) == 0:
+		return nil, errors.New("--overlay lays files over the cluster, but no file was given (pass -f FILE|DIR|-)")
+	case s.Overlay && c == nil:
+		return nil, errors.New("--overlay lays files over the cluster, but no cluster is configured")
+	case !live && len(s.Files) == 0:
+		return nil, errors.New("nothing to load (pass -f FILE|DIR|- or use a cluster)")
+	}
+	l := newLoader(s)
+	if live {
+		if err := l.readLive(ctx, c); err != nil {
+			return nil, err
+		}
+	}
+	if len(s.Files) > 0 {
+		if err := l.readFiles(); err != nil {
+			return nil, err
+		}
+	}
+	if err := l.resolveMesh(); err != nil {
+		return nil, err
+	}
+	return l.snapshot(), nil
+}
+
+// loader accumulates objects, their sources and the load issues.
+type loader struct {
+	spec Spec
+	cwd  string
+
+	objs     map[model.ObjectKey]object
+	sources  map[model.ObjectKey]model.Source
+	fromFile map[model.ObjectKey]bool
+	loc      *locator
+
+	issues     []model.LoadIssue
+	incomplete map[string]string
+
+	fileMesh *meshInput
+	liveMesh *meshInput
+	mesh     appliedMesh
+}
+
+// appliedMesh is the effective mesh config and where it came from.
+type appliedMesh struct {
+	mc   *meshv1alpha1.MeshConfig
+	user map[string]bool
+	ref  *provenance.Ref
+	pos  *provenance.Position
+}
+
+// meshInput is a mesh ConfigMap that was found.
+type meshInput struct {
+	yaml string
+	// hasKey is false when the ConfigMap has no `mesh` key (istiod then uses its defaults).
+	hasKey bool
+	ref    provenance.Ref
+	pos    *provenance.Position
+}
+
+func newLoader(s Spec) *loader {
+	cwd, _ := os.Getwd()
+	return &loader{
+		spec:       s,
+		cwd:        cwd,
+		objs:       map[model.ObjectKey]object{},
+		sources:    map[model.ObjectKey]model.Source{},
+		fromFile:   map[model.ObjectKey]bool{},
+		loc:        &locator{objs: map[model.ObjectKey]located{}},
+		incomplete: map[string]string{},
+	}
+}
+
+func (l *loader) issue(i model.LoadIssue) { l.issues = append(l.issues, i) }
+
+// displayPath spells a file path for positions: relative to the working directory with forward
+// slashes when the file lies below it, absolute otherwise.
+func (l *loader) displayPath(p string) string {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return filepath.ToSlash(p)
+	}
+	if l.cwd != "" {
+		if rel, err := filepath.Rel(l.cwd, abs); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return filepath.ToSlash(rel)
+		}
+	}
+	return filepath.ToSlash(abs)
+}
+
+// resolveMesh picks the mesh config: --meshconfig, else a mesh ConfigMap from the files, else
+// the live one, else istiod's defaults.
+func (l *loader) resolveMesh() error {
+	if f := l.spec.MeshConfigFile; f != "" {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("the mesh config file %q does not exist", f)
+			}
+			return fmt.Errorf("reading mesh config %s: %w", f, err)
+		}
+		name := l.displayPath(f)
+		mc, user, unknown, err := parseMeshConfig(string(data))
+		if err != nil {
+			return fmt.Errorf("invalid mesh config %s: %v", name, err)
+		}
+		ref := provenance.Ref{Kind: "MeshConfig", Name: name}
+		pos := &provenance.Position{File: name, Line: 1, Col: 1}
+		l.meshUnknownFields(ref, pos, "", unknown)
+		l.mesh = appliedMesh{mc: mc, user: user, ref: &ref, pos: pos}
+		return nil
+	}
+	in := l.fileMesh
+	if in == nil {
+		in = l.liveMesh
+	}
+	l.mesh = appliedMesh{mc: DefaultMeshConfig(), user: map[string]bool{}}
+	if in == nil || !in.hasKey {
+		return nil
+	}
+	mc, user, unknown, err := parseMeshConfig(in.yaml)
+	ref := in.ref
+	if err != nil {
+		l.issue(model.LoadIssue{
+			Severity: "error", Resource: &ref, Position: in.pos, Field: "data." + MeshConfigKey,
+			Message: fmt.Sprintf("invalid mesh config, istiod ignores it and uses its defaults: %v", err),
+		})
+		return nil
+	}
+	l.meshUnknownFields(ref, in.pos, "data."+MeshConfigKey, unknown)
+	l.mesh = appliedMesh{mc: mc, user: user, ref: &ref, pos: in.pos}
+	return nil
+}
+
+func (l *loader) meshUnknownFields(ref provenance.Ref, pos *provenance.Position, field string, unknown []fieldError) {
+	for _, u := range unknown {
+		l.issue(model.LoadIssue{
+			Severity: "warning", Resource: &ref, Position: pos, Field: field,
+			Message: fmt.Sprintf("mesh config %s: %s; istiod ignores it", u.Path, u.Message),
+		})
+	}
+}
+
+// snapshot builds the sorted Snapshot.
+func (l *loader) snapshot() *model.Snapshot {
+	snap := &model.Snapshot{
+		MeshConfig:           l.mesh.mc,
+		MeshConfigSource:     l.mesh.ref,
+		MeshConfigPosition:   l.mesh.pos,
+		MeshConfigUserFields: l.mesh.user,
+		Sources:              l.sources,
+		Issues:               l.issues,
+		Incomplete:           l.incomplete,
+	}
+	for _, o := range l.objs {
+		addToSnapshot(snap, o)
+	}
+	if len(l.loc.objs) > 0 {
+		snap.Fields = l.loc
+	}
+	snap.Sort()
+	return snap
+}
