@@ -17,28 +17,35 @@ ISTIO_API_VERSION="${ISTIO_API_VERSION:-v1.32.0}"
 CACHE_ROOT="${MESH_EXPLAIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/mesh-explain}"
 BIN_DIR="$CACHE_ROOT/kube-$KUBE_VERSION-etcd-$ETCD_VERSION"
 APISERVER="$BIN_DIR/kube-apiserver"
-ETCD="$BIN_DIR/etcd"
+# etcd lives in its own directory: its key includes the revision of the wrapper main below,
+# so a fixed wrapper never reuses a binary built from an older one.
+ETCD_WRAPPER_REV=2
+ETCD="$CACHE_ROOT/etcd-$ETCD_VERSION-w$ETCD_WRAPPER_REV/etcd"
 
 log() { printf 'kube-env: %s\n' "$*" >&2; }
 
 install_bins() {
   if [[ -x "$APISERVER" && -x "$ETCD" ]]; then
-    log "using cached binaries in $BIN_DIR"
+    log "using cached binaries: $APISERVER, $ETCD"
     return 0
   fi
-  mkdir -p "$BIN_DIR"
+  mkdir -p "$BIN_DIR" "$(dirname "$ETCD")"
   local work; work="$(mktemp -d)"
   local gocache="$work/gocache"
   trap 'rm -rf "$work"' RETURN
   if [[ ! -x "$ETCD" ]]; then
-    log "building etcd $ETCD_VERSION (cached in $BIN_DIR)"
+    log "building etcd $ETCD_VERSION (cached in $(dirname "$ETCD"))"
     mkdir -p "$work/etcd"
     cat > "$work/etcd/main.go" <<'GO'
 package main
 
-import "go.etcd.io/etcd/server/v3/etcdmain"
+import (
+	"os"
 
-func main() { etcdmain.Main([]string{"etcd"}) }
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() { etcdmain.Main(os.Args) }
 GO
     (cd "$work/etcd" && go mod init local/etcd >/dev/null 2>&1 &&
       GOFLAGS=-mod=mod go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" >/dev/null &&
@@ -81,7 +88,7 @@ GO
     (cd "$work/kas" && GOFLAGS=-mod=mod go mod tidy >/dev/null &&
       GOCACHE="$gocache" CGO_ENABLED=0 go build -mod=mod -o "$APISERVER.tmp" . && mv "$APISERVER.tmp" "$APISERVER")
   fi
-  log "binaries ready in $BIN_DIR"
+  log "binaries ready: $APISERVER, $ETCD"
 }
 
 free_port() {
@@ -105,10 +112,12 @@ up() {
     --initial-cluster "default=http://127.0.0.1:$peer_port" --log-level warn \
     > "$dir/etcd.log" 2>&1 &
   echo $! >> "$dir/pids"
-  for _ in $(seq 1 100); do
-    curl -fsS "http://127.0.0.1:$etcd_port/health" >/dev/null 2>&1 && break
+  local etcd_ok=""
+  for _ in $(seq 1 300); do
+    if curl -fsS "http://127.0.0.1:$etcd_port/health" >/dev/null 2>&1; then etcd_ok=1; break; fi
     sleep 0.1
   done
+  [[ -n "$etcd_ok" ]] || { log "etcd did not become healthy; see $dir/etcd.log"; tail -20 "$dir/etcd.log" >&2; return 1; }
   openssl genrsa -out "$dir/sa.key" 2048 >/dev/null 2>&1
   openssl rsa -in "$dir/sa.key" -pubout -out "$dir/sa.pub" >/dev/null 2>&1
   local admin_token; admin_token="admin-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
