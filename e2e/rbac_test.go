@@ -16,7 +16,8 @@ import (
 )
 
 // The commands the permission tests run on e2e/testdata/rbac: one sidecar-side `cluster`
-// question and one ambient `authz` question, so every kind the plugin reads is read.
+// question and one ambient `authz` question, so every kind the plugin reads is read (the
+// client and reviews pods run on a Node, so `cluster` gets it).
 var (
 	rbacCluster = []string{"cluster", "reviews.bookinfo.svc.cluster.local", "-n", "frontend", "--from", "pod/productpage-v1"}
 	rbacAuthz   = []string{"authz", "pod/httpbin-7d9f", "-n", "ambient-demo"}
@@ -72,7 +73,8 @@ func grant(user string, roles []*unstructured.Unstructured) []*unstructured.Unst
 	return out
 }
 
-// withoutResource removes resource from every rule of the roles.
+// withoutResource removes resource from every rule of the roles, and the rules it leaves
+// without resources (the apiserver rejects those).
 func withoutResource(t *testing.T, roles []*unstructured.Unstructured, resource string) []*unstructured.Unstructured {
 	t.Helper()
 	removed := false
@@ -80,6 +82,7 @@ func withoutResource(t *testing.T, roles []*unstructured.Unstructured, resource 
 	for _, r := range roles {
 		r = r.DeepCopy()
 		rules, _, _ := unstructured.NestedSlice(r.Object, "rules")
+		var keptRules []any
 		for _, rule := range rules {
 			rm := rule.(map[string]any)
 			res, _ := rm["resources"].([]any)
@@ -91,9 +94,13 @@ func withoutResource(t *testing.T, roles []*unstructured.Unstructured, resource 
 				}
 				kept = append(kept, x)
 			}
+			if len(kept) == 0 {
+				continue
+			}
 			rm["resources"] = kept
+			keptRules = append(keptRules, rm)
 		}
-		_ = unstructured.SetNestedSlice(r.Object, rules, "rules")
+		_ = unstructured.SetNestedSlice(r.Object, keptRules, "rules")
 		out = append(out, r)
 	}
 	if !removed {
@@ -149,7 +156,14 @@ func TestLeastPrivilege(t *testing.T) {
 	if len(events) == 0 {
 		t.Fatal("the audit log has no request by user reader: is auditing on?")
 	}
+	gotNode := false
 	for _, e := range events {
+		if e.ObjectRef.Resource == "nodes" {
+			gotNode = gotNode || (e.Verb == "get" && e.ObjectRef.Name == "rbac-node-a")
+			if e.Verb != "get" {
+				t.Errorf("nodes are only ever read by name, but the plugin's user issued %s %s", e.Verb, e.RequestURI)
+			}
+		}
 		if !slices.Contains([]string{"get", "list", "watch"}, e.Verb) {
 			t.Errorf("the plugin's user issued %s %s", e.Verb, e.RequestURI)
 		}
@@ -160,6 +174,47 @@ func TestLeastPrivilege(t *testing.T) {
 			t.Errorf("the plugin's user was refused %s %s: docs/rbac.md is missing a permission", e.Verb, e.RequestURI)
 		}
 	}
+	if !gotNode {
+		t.Error("`cluster` did not get the client pod's Node rbac-node-a: the locality would be unknown")
+	}
+}
+
+// TestMissingNodePermission: without get on Nodes, `cluster` still answers (exit 0, the same
+// Clusters here, since reviews is an EDS cluster) with a warning that the locality is unknown,
+// on stderr and in the warnings of -o json.
+func TestMissingNodePermission(t *testing.T) {
+	// nopa is the kube-env.sh user for missing permissions: each test grants it what it needs,
+	// and cleanup takes the grant back.
+	const user = "nopa"
+	rbacWorld(t, grant(user, withoutResource(t, documentedRoles(t), "nodes"))...)
+
+	args := append(append([]string{}, rbacCluster...), "-o", "envoy")
+	want := runPlugin(kubeconfig("admin"), args...)
+	mustSucceed(t, want)
+	r := runPlugin(kubeconfig(user), args...)
+	mustSucceed(t, r)
+	if r.stdout != want.stdout {
+		t.Errorf("cluster without Nodes: a different answer (+) than cluster-admin's (-):\n%s", diff(want.stdout, r.stdout))
+	}
+	if !mentionsUnknownLocality(r.stderr) {
+		t.Errorf("cluster without Nodes: want a warning that the locality is unknown on stderr, got:\n%s", r.stderr)
+	}
+
+	r = runPlugin(kubeconfig(user), append(append([]string{}, rbacCluster...), "-o", "json")...)
+	mustSucceed(t, r)
+	var doc struct {
+		Warnings []string `json:"warnings"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatalf("-o json: %v", err)
+	}
+	if !slices.ContainsFunc(doc.Warnings, mentionsUnknownLocality) {
+		t.Errorf("cluster -o json without Nodes: want a warning that the locality is unknown, got %q", doc.Warnings)
+	}
+}
+
+func mentionsUnknownLocality(s string) bool {
+	return strings.Contains(s, "locality") && strings.Contains(s, "unknown") && strings.Contains(s, "nodes")
 }
 
 // TestMissingPeerAuthenticationPermission: without list on PeerAuthentications, `cluster`

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -59,6 +60,10 @@ func NewCmdAuthz(common *CommonOptions, runF func(context.Context, *AuthzOptions
 
 			The workload is a pod, the pods of a deployment, or the pods a label selector matches,
 			in the -n namespace. With several pods, json and yaml print a List.
+
+			The answer needs every PeerAuthentication and AuthorizationPolicy of the workload's
+			namespace and the root namespace: when either kind cannot be read (forbidden, say),
+			nothing is printed and the command fails, naming what could not be read and why.
 
 			Output formats: table (default), wide (adds what each value overrode), json and yaml
 			(the explanation document, docs/output.md), ztunnel (the Authorizations as istiod
@@ -180,16 +185,13 @@ func (o *AuthzOptions) reads(root string) []source.Read {
 }
 
 // load reads the planned kinds, and reads again when MeshConfig names another root namespace
-// than the one assumed.
+// than the one assumed. Files are filtered by the same plan and go through the same
+// correction, so files and a cluster with the same objects give the same snapshot.
 func (o *AuthzOptions) load(ctx context.Context) (*model.Snapshot, error) {
 	root := o.root
 	for {
-		spec := o.spec
-		if spec.Getter != nil {
-			spec.Reads = o.reads(root)
-		}
-		snap, err := o.Load(ctx, spec)
-		if err != nil || spec.Getter == nil || o.rootSet || snap.RootNamespace() == root {
+		snap, err := o.Load(ctx, o.planned(o.spec, o.reads(root)))
+		if err != nil || o.rootSet || snap.RootNamespace() == root {
 			return snap, err
 		}
 		root = snap.RootNamespace()
@@ -201,6 +203,10 @@ func (o *AuthzOptions) load(ctx context.Context) (*model.Snapshot, error) {
 func (o *AuthzOptions) Run(ctx context.Context) error {
 	snap, err := o.load(ctx)
 	if err != nil {
+		return err
+	}
+	if err := o.unanswerable(snap); err != nil {
+		reportIssues(o.ErrOut, withoutRequired(snap))
 		return err
 	}
 	results, err := o.Explain(snap, o.query)
@@ -223,6 +229,55 @@ func (o *AuthzOptions) Run(ctx context.Context) error {
 		return o.printer.Print(o.Out, results[0])
 	}
 	return o.printer.PrintList(o.Out, results)
+}
+
+// requiredKinds are the kinds without which no ztunnel policy can be explained: the
+// PeerAuthentications decide the mTLS policy and the AuthorizationPolicies the rest, and a
+// missing one may change any of it.
+var requiredKinds = []requiredKind{
+	{source.KindPeerAuthentication, "PeerAuthentications"},
+	{source.KindAuthorizationPolicy, "AuthorizationPolicies"},
+}
+
+type requiredKind struct{ kind, plural string }
+
+// unanswerable returns the error for a snapshot that lacks a required kind: `cannot explain
+// ztunnel policy for pod foo/a: PeerAuthentications could not be read (forbidden: ...)`.
+func (o *AuthzOptions) unanswerable(snap *model.Snapshot) error {
+	var missing []string
+	for _, k := range requiredKinds {
+		if why, ok := snap.Incomplete[k.kind]; ok {
+			missing = append(missing, fmt.Sprintf("%s could not be read (%s)", k.plural, why))
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("cannot explain ztunnel policy for %s: %s", o.subject(), strings.Join(missing, "; "))
+}
+
+// subject names what was asked about: pod foo/a, deployment foo/web, or the pods of a selector.
+func (o *AuthzOptions) subject() string {
+	if o.query.Selector != "" {
+		return fmt.Sprintf("pods matching %q in namespace %s", o.query.Selector, o.query.Namespace)
+	}
+	return fmt.Sprintf("%s %s/%s", o.query.Workload.Kind, o.query.Namespace, o.query.Workload.Name)
+}
+
+// withoutRequired returns snap without the load issues that say a required kind could not be
+// read (the error says it already).
+func withoutRequired(snap *model.Snapshot) *model.Snapshot {
+	required := func(kind string) bool {
+		return slices.ContainsFunc(requiredKinds, func(r requiredKind) bool { return r.kind == kind })
+	}
+	out := *snap
+	out.Issues = nil
+	for _, is := range snap.Issues {
+		if !slices.ContainsFunc(is.Incomplete, required) {
+			out.Issues = append(out.Issues, is)
+		}
+	}
+	return &out
 }
 
 // parseWorkload parses pod/NAME or deployment/NAME (kubectl's short forms allowed).

@@ -32,6 +32,9 @@ type ClusterOptions struct {
 	Subset string
 	// From is --from: pod/NAME or namespace/NS.
 	From string
+	// AllNamespaces is -A: read DestinationRules in every namespace, to report those that
+	// target the host but are never consulted for the client (D2).
+	AllNamespaces bool
 
 	// Load reads the snapshot (source.Load); Explain is the engine (envoycluster.Explain).
 	Load    LoadFunc
@@ -62,7 +65,14 @@ func NewCmdCluster(common *CommonOptions, runF func(context.Context, *ClusterOpt
 
 			The client is a sidecar in the -n namespace unless --from names a pod (its namespace,
 			labels and IPs count) or another namespace. DestinationRules are looked up where istiod
-			looks: the client namespace, the service namespace and the root namespace.
+			looks: the client namespace, the service namespace and the root namespace, and only
+			there are they read. With -A DestinationRules are read in every namespace too, to
+			report those that target the host from a namespace istiod never consults for this
+			client (diagnostic D2); the Clusters are the same either way.
+
+			Files (-f) are read as the cluster would be: objects that a cluster read would not
+			return (a DestinationRule outside the lookup namespaces without -A, say) are left out,
+			so the same command line gives the same answer from files and from a cluster.
 
 			Output formats: table (default), wide (adds what each value overrode), json and yaml
 			(the explanation document, docs/output.md), envoy (the Clusters as the JSON istiod
@@ -76,6 +86,9 @@ func NewCmdCluster(common *CommonOptions, runF func(context.Context, *ClusterOpt
 
 			# A ServiceEntry host, for a client in namespace frontend
 			kubectl mesh-explain cluster api.example.com --from namespace/frontend
+
+			# Also report DestinationRules for reviews that no lookup ever reaches (D2)
+			kubectl mesh-explain cluster reviews -n bookinfo -A
 
 			# Offline: only the manifests in a directory tree; no cluster or kubeconfig is used
 			kubectl mesh-explain cluster reviews -n bookinfo -f manifests/ -R -o envoy
@@ -107,6 +120,8 @@ func NewCmdCluster(common *CommonOptions, runF func(context.Context, *ClusterOpt
 	fs.Uint32Var(&o.Port, "port", o.Port, "Explain only this service port (same as HOST:PORT)")
 	fs.StringVar(&o.Subset, "subset", o.Subset, "Explain only this DestinationRule subset")
 	fs.StringVar(&o.From, "from", o.From, "The client sidecar: pod/NAME (in -n) or namespace/NS (default: a sidecar in -n)")
+	fs.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces,
+		"Also read DestinationRules in every namespace, to report rules that target this host but can never apply (D2)")
 	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletions(ClusterFormats...))
 	_ = cmd.RegisterFlagCompletionFunc("from", fixedCompletions("pod/", "namespace/"))
 	return cmd
@@ -156,6 +171,7 @@ func (o *ClusterOptions) Complete(cmd *cobra.Command, args []string) error {
 	o.spec = o.sourceSpec(ns)
 	o.plan = newClusterPlan(o.query, firstNonEmpty(root, o.IstioNamespace))
 	o.plan.rootKnown = root != ""
+	o.plan.allDestinationRules = o.AllNamespaces
 	return nil
 }
 
@@ -178,7 +194,7 @@ func (o *ClusterOptions) Run(ctx context.Context) error {
 	}
 	res, err := o.Explain(snap, o.query)
 	var nf *explain.NotFoundError
-	if errors.As(err, &nf) && o.spec.Getter != nil && !o.plan.allServices {
+	if errors.As(err, &nf) && !o.plan.allServices {
 		// The minimal reads did not find the host: read every Service so the engine can
 		// suggest the nearest one.
 		o.plan.allServices = true
@@ -194,49 +210,166 @@ func (o *ClusterOptions) Run(ctx context.Context) error {
 	if res == nil {
 		return errors.New("the cluster engine returned no result")
 	}
+	if why, ok := snap.Incomplete[source.KindNode]; ok {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("locality is unknown for some pods: Nodes could not be read (%s); "+
+			"locality load balancing (distribute, failover) may differ from what istiod pushes", why))
+	}
 	if o.Output == render.FormatEnvoy {
 		reportWarnings(o.ErrOut, res.Warnings, printed)
 	}
 	return o.printer.Print(o.Out, res)
 }
 
-// load reads the planned kinds. Live reads are planned from guesses (the root namespace, the
+// load reads the planned kinds. Reads are planned from guesses (the root namespace, the
 // namespace of a ServiceEntry host); when the snapshot proves a guess wrong, the plan is
-// corrected and read again.
+// corrected and read again. Files are filtered by the same plan and go through the same
+// corrections, so files and a cluster with the same objects give the same snapshot. Once the
+// plan settles, the Nodes of the pods that matter are read (loadNodes).
 func (o *ClusterOptions) load(ctx context.Context) (*model.Snapshot, error) {
 	// A correction only adds namespaces or fixes the root namespace, so it settles after one
 	// more read; the bound guards against a cluster that changes between reads.
 	const maxReads = 3
 	for i := 1; ; i++ {
-		spec := o.spec
-		if spec.Getter != nil {
-			spec.Reads = o.plan.reads()
-		}
-		snap, err := o.Load(ctx, spec)
-		if err != nil || spec.Getter == nil {
+		snap, err := o.Load(ctx, o.planned(o.spec, o.plan.reads()))
+		if err != nil {
 			return snap, err
 		}
 		next := o.plan.refine(snap, o.query)
 		if next.equal(o.plan) || i == maxReads {
-			return snap, nil
+			return o.loadNodes(ctx, snap)
 		}
 		o.plan = next
 	}
 }
 
-// clusterPlan is what `cluster` reads from a cluster. DestinationRule lookup only consults the
-// client namespace, the service namespace and the root namespace (istiod
-// pilot/pkg/model/push_context.go destinationRule), so DestinationRules, Sidecars,
+// loadNodes is the second read phase. istiod takes a pod's locality from the topology labels
+// of the Node it runs on (the kube controller's getPodLocality), for the client sidecar and for
+// the endpoints alike, so the Nodes of the client pod and of the pods the host's Services and
+// ServiceEntries select are read, once those pods are known: one get per node name, run
+// concurrently by the loader, and nothing else. Files are filtered by the same reads. A node
+// that does not exist is simply absent; a read that is refused or fails leaves the locality of
+// the pods on it unknown, with a warning, and the explanation goes on.
+func (o *ClusterOptions) loadNodes(ctx context.Context, snap *model.Snapshot) (*model.Snapshot, error) {
+	names := nodeNames(snap, o.query)
+	if len(names) == 0 {
+		return snap, nil
+	}
+	nodes, err := o.Load(ctx, o.planned(o.spec, []source.Read{{Kind: source.KindNode, Namespaces: names}}))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		msg := fmt.Sprintf("cannot get nodes/%s: %v; locality unknown for the pods on them", strings.Join(names, ", nodes/"), err)
+		nodes = &model.Snapshot{
+			Issues:     []model.LoadIssue{{Severity: "warning", Message: msg, Incomplete: []string{source.KindNode}}},
+			Incomplete: map[string]string{source.KindNode: msg},
+		}
+	}
+	mergeNodes(snap, nodes)
+	return snap, nil
+}
+
+// nodeNames returns the nodes, sorted, of the client pod (--from pod/NAME) and of the pods the
+// host's Services (spec.selector) and ServiceEntries (workloadSelector) select, except those
+// the snapshot already holds.
+func nodeNames(snap *model.Snapshot, q envoycluster.Query) []string {
+	type selector struct {
+		namespace string
+		labels    map[string]string
+	}
+	var selectors []selector
+	candidates := hostCandidates(q.Host, q.Namespace)
+	for _, svc := range snap.Services {
+		if len(svc.Spec.Selector) > 0 && slices.Contains(candidates, svc.Name+"."+svc.Namespace+".svc.cluster.local") {
+			selectors = append(selectors, selector{svc.Namespace, svc.Spec.Selector})
+		}
+	}
+	for _, se := range snap.ServiceEntries {
+		ws := se.Spec.GetWorkloadSelector().GetLabels()
+		if len(ws) > 0 && slices.ContainsFunc(se.Spec.GetHosts(), func(h string) bool {
+			return slices.ContainsFunc(candidates, func(c string) bool { return hostMatches(h, c) })
+		}) {
+			selectors = append(selectors, selector{se.Namespace, ws})
+		}
+	}
+	var out []string
+	for _, pod := range snap.Pods {
+		node := pod.Spec.NodeName
+		if node == "" || snap.Node(node) != nil {
+			continue
+		}
+		wanted := q.From.Kind == envoycluster.ProxyPod && pod.Namespace == q.From.Namespace && pod.Name == q.From.Name
+		for _, sel := range selectors {
+			if wanted {
+				break
+			}
+			wanted = pod.Namespace == sel.namespace && labelsMatch(sel.labels, pod.Labels)
+		}
+		if wanted {
+			out = append(out, node)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// labelsMatch is a Kubernetes equality selector: every label of sel is set to the same value.
+func labelsMatch(sel, labels map[string]string) bool {
+	for k, v := range sel {
+		if got, ok := labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// mergeNodes adds what the node read found to snap: the Nodes snap does not hold yet, their
+// sources, and the load issues about Nodes (a node load of files reads the files again, so
+// their other issues are already in snap).
+func mergeNodes(snap, nodes *model.Snapshot) {
+	for _, n := range nodes.Nodes {
+		if snap.Node(n.Name) != nil {
+			continue
+		}
+		snap.Nodes = append(snap.Nodes, n)
+		key := model.ObjectKey{Kind: source.KindNode, Name: n.Name}
+		if src, ok := nodes.Sources[key]; ok {
+			if snap.Sources == nil {
+				snap.Sources = map[model.ObjectKey]model.Source{}
+			}
+			snap.Sources[key] = src
+		}
+	}
+	snap.Sort()
+	for _, is := range nodes.Issues {
+		about := slices.Contains(is.Incomplete, source.KindNode) || (is.Resource != nil && is.Resource.Kind == source.KindNode)
+		if about && !slices.ContainsFunc(snap.Issues, func(x model.LoadIssue) bool { return issueLine(x) == issueLine(is) }) {
+			snap.Issues = append(snap.Issues, is)
+		}
+	}
+	if why, ok := nodes.Incomplete[source.KindNode]; ok {
+		if snap.Incomplete == nil {
+			snap.Incomplete = map[string]string{}
+		}
+		snap.Incomplete[source.KindNode] = why
+	}
+}
+
+// clusterPlan is what `cluster` reads from a cluster (and keeps of files). DestinationRule
+// lookup only consults the client namespace, the service namespace and the root namespace
+// (istiod pilot/pkg/model/push_context.go destinationRule), so DestinationRules, Sidecars,
 // PeerAuthentications and EnvoyFilters are read there only; Services and Pods where the service
 // and the client pod live; ServiceEntries, WorkloadEntries and VirtualServices everywhere (a
-// host may be defined, and a subset routed to, from any namespace).
+// host may be defined, and a subset routed to, from any namespace). With -A DestinationRules
+// are read everywhere, for the rules no lookup reaches (D2).
 type clusterPlan struct {
-	root              string
-	rootKnown         bool
-	clientNamespace   string
-	podNamespace      string
-	serviceNamespaces []string
-	allServices       bool
+	root                string
+	rootKnown           bool
+	clientNamespace     string
+	podNamespace        string
+	serviceNamespaces   []string
+	allServices         bool
+	allDestinationRules bool
 }
 
 func newClusterPlan(q envoycluster.Query, root string) clusterPlan {
@@ -259,8 +392,12 @@ func (p clusterPlan) reads() []source.Read {
 	if p.allServices {
 		services = nil
 	}
+	drs := lookup
+	if p.allDestinationRules {
+		drs = nil
+	}
 	reads := []source.Read{
-		{Kind: source.KindDestinationRule, Namespaces: lookup},
+		{Kind: source.KindDestinationRule, Namespaces: drs},
 		{Kind: source.KindSidecar, Namespaces: lookup},
 		{Kind: source.KindPeerAuthentication, Namespaces: lookup},
 		{Kind: source.KindEnvoyFilter, Namespaces: namespaces(p.clientNamespace, p.root)},
@@ -296,7 +433,8 @@ func (p clusterPlan) refine(snap *model.Snapshot, q envoycluster.Query) clusterP
 
 func (p clusterPlan) equal(q clusterPlan) bool {
 	return p.root == q.root && p.clientNamespace == q.clientNamespace && p.podNamespace == q.podNamespace &&
-		p.allServices == q.allServices && slices.Equal(p.serviceNamespaces, q.serviceNamespaces)
+		p.allServices == q.allServices && p.allDestinationRules == q.allDestinationRules &&
+		slices.Equal(p.serviceNamespaces, q.serviceNamespaces)
 }
 
 // parseHostPort splits HOST[:PORT]. A host cannot contain a colon, so the last colon

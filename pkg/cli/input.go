@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -16,7 +17,9 @@ import (
 type LoadFunc func(context.Context, source.Spec) (*model.Snapshot, error)
 
 // sourceSpec returns the source.Spec of the shared flags, without Reads. In files-only mode
-// it carries no Getter, so nothing can reach a cluster or read a kubeconfig.
+// it carries no Getter, so nothing can reach a cluster or read a kubeconfig. File objects are
+// filtered by the Reads the command plans (FilterFiles), in files-only and overlay mode alike,
+// so that the same command line gives the same answer from files as from a cluster.
 func (o *CommonOptions) sourceSpec(namespace string) source.Spec {
 	s := source.Spec{
 		Files:            o.Filenames,
@@ -27,12 +30,45 @@ func (o *CommonOptions) sourceSpec(namespace string) source.Spec {
 		Revision:         o.Revision,
 		MeshConfigFile:   o.MeshConfigFile,
 		DefaultNamespace: namespace,
+		FilterFiles:      true,
 	}
 	if !o.FilesOnly() {
 		s.Getter = o.ConfigFlags
 	}
 	return s
 }
+
+// planned returns spec with the planned reads. Standard input is read once and handed to every
+// load afresh: a plan corrected after a load loads the files again.
+func (o *CommonOptions) planned(spec source.Spec, reads []source.Read) source.Spec {
+	spec.Reads = reads
+	if spec.Stdin != nil && slices.Contains(spec.Files, "-") {
+		if o.stdin == nil {
+			data, err := io.ReadAll(spec.Stdin)
+			o.stdin = &stdinCopy{data: data, err: err}
+		}
+		spec.Stdin = o.stdin.reader()
+	}
+	return spec
+}
+
+// stdinCopy is standard input as read the first time.
+type stdinCopy struct {
+	data []byte
+	err  error
+}
+
+// reader returns a reader over all of standard input, or one that fails as reading it failed.
+func (s *stdinCopy) reader() io.Reader {
+	if s.err != nil {
+		return errReader{s.err}
+	}
+	return bytes.NewReader(s.data)
+}
+
+type errReader struct{ err error }
+
+func (r errReader) Read([]byte) (int, error) { return 0, r.err }
 
 // meshRootNamespace checks --meshconfig before anything is read (an invalid file is a data
 // error) and returns the root namespace it sets, or "" when it sets none or there is no file.

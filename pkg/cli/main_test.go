@@ -99,8 +99,8 @@ func TestEngineErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			// Files mode: a not-found host is final (no wider read to retry with).
-			f := &fakes{clusterErrs: []error{tt.err}}
+			// The engine fails the same way on the wider read a not-found host triggers.
+			f := &fakes{clusterErrs: []error{tt.err, tt.err}}
 			r := runWith(t, f, "cluster", "reviewz.bookinfo", "-f", "x.yaml")
 			if r.code != tt.wantCode || r.stderr != tt.wantErr || r.stdout != "" {
 				t.Fatalf("got %s\nwant exit code %d and stderr %q", r, tt.wantCode, tt.wantErr)

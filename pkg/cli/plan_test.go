@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -77,6 +78,18 @@ func TestClusterReadPlan(t *testing.T) {
 				From: envoycluster.ProxyRef{Kind: envoycluster.ProxyNamespace, Namespace: "frontend"}},
 		},
 		{
+			name: "-A: DestinationRules in every namespace, the rest as without it",
+			args: []string{"cluster", "reviews", "-n", "bookinfo", "--from", "pod/productpage-v1", "-A"},
+			want: []map[string]string{{
+				"DestinationRule": "*", "Sidecar": "bookinfo,istio-system",
+				"PeerAuthentication": "bookinfo,istio-system", "EnvoyFilter": "bookinfo,istio-system",
+				"Namespace": "bookinfo,istio-system", "Service": "bookinfo", "Pod": "bookinfo",
+				"ServiceEntry": "*", "WorkloadEntry": "*", "VirtualService": "*",
+			}},
+			wantQuery: envoycluster.Query{Host: "reviews", Namespace: "bookinfo",
+				From: envoycluster.ProxyRef{Kind: envoycluster.ProxyPod, Namespace: "bookinfo", Name: "productpage-v1"}},
+		},
+		{
 			name:  "MeshConfig names another root namespace: read again there",
 			args:  []string{"cluster", "reviews", "-n", "bookinfo"},
 			snaps: []*model.Snapshot{meshWithRoot("mesh-root")},
@@ -124,50 +137,84 @@ func TestClusterReadPlan(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			f := &fakes{snaps: tt.snaps}
-			r := runWith(t, f, tt.args...)
-			if r.code != ExitOK {
-				t.Fatalf("run failed:\n%s", r)
-			}
-			var got []map[string]string
-			for _, s := range f.specs {
-				if s.Getter == nil {
-					t.Fatal("a live read has no cluster getter")
+		// Files are filtered by the same plan, corrected the same way, so the same command line
+		// gives the same answer from files as from a cluster.
+		for _, mode := range []inputMode{live, filesOnly, overlay} {
+			t.Run(tt.name+"/"+mode.name, func(t *testing.T) {
+				f := &fakes{snaps: tt.snaps}
+				r := runWith(t, f, append(slices.Clone(tt.args), mode.args...)...)
+				if r.code != ExitOK {
+					t.Fatalf("run failed:\n%s", r)
 				}
-				got = append(got, readsByKind(s.Reads))
+				got := checkSpecs(t, f.specs, mode)
+				if !reflect.DeepEqual(got, tt.want) {
+					t.Errorf("reads =\n%v\nwant\n%v", got, tt.want)
+				}
+				if len(f.queries) != 1 || !reflect.DeepEqual(f.queries[0], tt.wantQuery) {
+					t.Errorf("queries = %+v, want [%+v]", f.queries, tt.wantQuery)
+				}
+			})
+		}
+	}
+}
+
+// inputMode is where a command reads from: the cluster, files only, or files over the cluster.
+type inputMode struct {
+	name string
+	args []string
+	// getter: the cluster is read.
+	getter bool
+}
+
+var (
+	live      = inputMode{name: "live", getter: true}
+	filesOnly = inputMode{name: "files", args: []string{"-f", "x.yaml"}}
+	overlay   = inputMode{name: "overlay", args: []string{"-f", "x.yaml", "--overlay"}, getter: true}
+)
+
+// checkSpecs checks that every load of a run reads from where mode says and filters its files
+// by the planned reads, and returns the plan of each load.
+func checkSpecs(t *testing.T, specs []source.Spec, mode inputMode) []map[string]string {
+	t.Helper()
+	var out []map[string]string
+	for _, s := range specs {
+		if (s.Getter != nil) != mode.getter {
+			t.Fatalf("%s: getter %v, want a getter: %v", mode.name, s.Getter, mode.getter)
+		}
+		if !s.FilterFiles {
+			t.Fatalf("%s: the files are not filtered by the planned reads", mode.name)
+		}
+		out = append(out, readsByKind(s.Reads))
+	}
+	return out
+}
+
+func TestClusterNotFoundRereadsEveryService(t *testing.T) {
+	for _, mode := range []inputMode{live, filesOnly} {
+		t.Run(mode.name, func(t *testing.T) {
+			f := &fakes{clusterErrs: []error{
+				&explain.NotFoundError{What: `host "reviewz"`},
+				&explain.NotFoundError{What: `host "reviewz"`, Hint: "did you mean reviews.bookinfo.svc.cluster.local?"},
+			}}
+			r := runWith(t, f, append([]string{"cluster", "reviewz", "-n", "bookinfo"}, mode.args...)...)
+			if r.code != ExitError {
+				t.Fatalf("exit code %d, want %d:\n%s", r.code, ExitError, r)
 			}
-			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("reads =\n%v\nwant\n%v", got, tt.want)
+			checkSpecs(t, f.specs, mode)
+			if len(f.specs) != 2 || readsByKind(f.specs[0].Reads)["Service"] != "bookinfo" || readsByKind(f.specs[1].Reads)["Service"] != "*" {
+				t.Fatalf("want a minimal read, then every Service; got %d loads: %+v", len(f.specs), f.specs)
 			}
-			if len(f.queries) != 1 || !reflect.DeepEqual(f.queries[0], tt.wantQuery) {
-				t.Errorf("queries = %+v, want [%+v]", f.queries, tt.wantQuery)
+			if want := "error: host \"reviewz\" not found (did you mean reviews.bookinfo.svc.cluster.local?)\n"; r.stderr != want {
+				t.Errorf("stderr = %q, want %q", r.stderr, want)
+			}
+			if r.stdout != "" {
+				t.Errorf("stdout = %q, want nothing", r.stdout)
 			}
 		})
 	}
 }
 
-func TestClusterNotFoundRereadsEveryService(t *testing.T) {
-	f := &fakes{clusterErrs: []error{
-		&explain.NotFoundError{What: `host "reviewz"`},
-		&explain.NotFoundError{What: `host "reviewz"`, Hint: "did you mean reviews.bookinfo.svc.cluster.local?"},
-	}}
-	r := runWith(t, f, "cluster", "reviewz", "-n", "bookinfo")
-	if r.code != ExitError {
-		t.Fatalf("exit code %d, want %d:\n%s", r.code, ExitError, r)
-	}
-	if len(f.specs) != 2 || readsByKind(f.specs[0].Reads)["Service"] != "bookinfo" || readsByKind(f.specs[1].Reads)["Service"] != "*" {
-		t.Fatalf("want a minimal read, then every Service; got %d loads: %+v", len(f.specs), f.specs)
-	}
-	if want := "error: host \"reviewz\" not found (did you mean reviews.bookinfo.svc.cluster.local?)\n"; r.stderr != want {
-		t.Errorf("stderr = %q, want %q", r.stderr, want)
-	}
-	if r.stdout != "" {
-		t.Errorf("stdout = %q, want nothing", r.stdout)
-	}
-}
-
-func TestFilesOnlyPlansNoClusterRead(t *testing.T) {
+func TestFilesOnlyReadsNoCluster(t *testing.T) {
 	for _, args := range [][]string{
 		{"cluster", "reviews", "-f", "x.yaml"},
 		{"authz", "pod/a", "-f", "x.yaml"},
@@ -177,8 +224,12 @@ func TestFilesOnlyPlansNoClusterRead(t *testing.T) {
 		if r.code != ExitOK {
 			t.Fatalf("%v: %s", args, r)
 		}
-		if len(f.specs) != 1 || f.specs[0].Getter != nil || f.specs[0].Reads != nil {
-			t.Fatalf("%v: files-only load has a getter or reads: %+v", args, f.specs)
+		if len(f.specs) != 1 || f.specs[0].Getter != nil {
+			t.Fatalf("%v: files-only load has a getter: %+v", args, f.specs)
+		}
+		// The reads are planned all the same: they filter the file objects.
+		if !f.specs[0].FilterFiles || len(f.specs[0].Reads) == 0 {
+			t.Fatalf("%v: files-only load is not filtered by a plan: %+v", args, f.specs[0])
 		}
 		if got := f.specs[0].DefaultNamespace; got != "default" {
 			t.Errorf("%v: default namespace %q, want default (the kubeconfig is not read)", args, got)
@@ -234,23 +285,22 @@ func TestAuthzReadPlan(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			f := &fakes{snaps: tt.snaps, authzResults: []*explain.Result{{Subject: explain.Subject{Kind: "Workload"}}}}
-			r := runWith(t, f, tt.args...)
-			if r.code != ExitOK {
-				t.Fatalf("run failed:\n%s", r)
-			}
-			var got []map[string]string
-			for _, s := range f.specs {
-				got = append(got, readsByKind(s.Reads))
-			}
-			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("reads =\n%v\nwant\n%v", got, tt.want)
-			}
-			if len(f.authzQueries) != 1 || !reflect.DeepEqual(f.authzQueries[0], tt.wantQuery) {
-				t.Errorf("queries = %+v, want [%+v]", f.authzQueries, tt.wantQuery)
-			}
-		})
+		for _, mode := range []inputMode{live, filesOnly, overlay} {
+			t.Run(tt.name+"/"+mode.name, func(t *testing.T) {
+				f := &fakes{snaps: tt.snaps, authzResults: []*explain.Result{{Subject: explain.Subject{Kind: "Workload"}}}}
+				r := runWith(t, f, append(slices.Clone(tt.args), mode.args...)...)
+				if r.code != ExitOK {
+					t.Fatalf("run failed:\n%s", r)
+				}
+				got := checkSpecs(t, f.specs, mode)
+				if !reflect.DeepEqual(got, tt.want) {
+					t.Errorf("reads =\n%v\nwant\n%v", got, tt.want)
+				}
+				if len(f.authzQueries) != 1 || !reflect.DeepEqual(f.authzQueries[0], tt.wantQuery) {
+					t.Errorf("queries = %+v, want [%+v]", f.authzQueries, tt.wantQuery)
+				}
+			})
+		}
 	}
 }
 

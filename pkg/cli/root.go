@@ -46,6 +46,9 @@ type CommonOptions struct {
 
 	// Getenv reads the environment (NO_COLOR); tests replace it.
 	Getenv func(string) string
+
+	// stdin is standard input once read (-f -), for loads that read the files again.
+	stdin *stdinCopy
 }
 
 // NewCommonOptions returns the defaults.

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
@@ -38,6 +39,8 @@ type Index struct {
 	workloads map[string][]*workload
 	// workloadByRef finds the workload behind an endpoint.
 	workloadByRef map[provenance.Ref]*workload
+	// nodes are the snapshot's Nodes by name, for pod localities.
+	nodes map[string]*corev1.Node
 
 	drs  []*drInfo
 	drIx drIndex

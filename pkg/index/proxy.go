@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
@@ -13,8 +15,9 @@ import (
 // Proxy resolves the client proxy clusters are generated for. kind "pod" is the sidecar of pod
 // namespace/name: its namespace is the config namespace, its labels select Sidecars and
 // workloadSelector DestinationRules, its status.podIPs decide the DNS lookup family. kind
-// "namespace" or "" is a sidecar without labels in namespace (name is ignored). A pod that is not
-// in the snapshot gives an *explain.NotFoundError naming the nearest pods.
+// "namespace" or "" is a sidecar without labels in namespace (name is ignored), and without a
+// locality. A pod that is not in the snapshot gives an *explain.NotFoundError naming the nearest
+// pods.
 func (ix *Index) Proxy(kind, namespace, name string) (*Proxy, error) {
 	switch kind {
 	case "", "namespace":
@@ -38,7 +41,7 @@ func (ix *Index) Proxy(kind, namespace, name string) (*Proxy, error) {
 			Namespace:   pod.Namespace,
 			Labels:      pod.Labels,
 			Pod:         &ref,
-			Locality:    podLocality(pod.Labels),
+			Locality:    ix.proxyLocality(pod),
 			Description: fmt.Sprintf("sidecar of pod %s/%s", pod.Namespace, pod.Name),
 		}
 		for _, ip := range pod.Status.PodIPs {
@@ -50,6 +53,46 @@ func (ix *Index) Proxy(kind, namespace, name string) (*Proxy, error) {
 		return p, nil
 	}
 	return nil, &explain.NotFoundError{What: fmt.Sprintf("pod %s/%s", namespace, name), Hint: ix.suggestPods(namespace, name)}
+}
+
+// proxyLocality is the locality istiod gives the sidecar of pod, as `region/zone/subzone` with
+// empty trailing parts dropped. The Kubernetes registry hands istiod the pod's labels augmented
+// with the pod's locality (GetProxyWorkloadLabels: label.AugmentLabels over getPodLocality, so a
+// part known from the pod's Node or locality label replaces the pod's own
+// topology.kubernetes.io/region, topology.kubernetes.io/zone or topology.istio.io/subzone
+// label), and xds setTopologyLabels reads the locality back from those three labels. When none
+// of them is present it falls back to the pod's locality label, then to the locality the proxy
+// reports itself: the cloud platform's, which cannot be known offline and is taken as empty.
+func (ix *Index) proxyLocality(pod *corev1.Pod) string {
+	region, hasRegion := pod.Labels[labelRegion]
+	zone, hasZone := pod.Labels[labelZone]
+	subzone, hasSubzone := pod.Labels[labelSubzone]
+	r, z, sz := splitLocality(ix.podLocality(pod))
+	if r != "" {
+		region, hasRegion = r, true
+	}
+	if z != "" {
+		zone, hasZone = z, true
+	}
+	if sz != "" {
+		subzone, hasSubzone = sz, true
+	}
+	if !hasRegion && !hasZone && !hasSubzone {
+		// localityFromProxyLabels: model.GetLocalityLabel, converted without sanitizing.
+		loc, ok := pod.Labels[labelLocality]
+		if !ok {
+			loc = pod.Labels[labelLocalityLegacy]
+		}
+		region, zone, subzone = splitLocality(loc)
+	}
+	return strings.TrimRight(region+"/"+zone+"/"+subzone, "/")
+}
+
+// splitLocality is label.SplitLocalityLabel: `region/zone/subzone`, missing parts empty, parts
+// after the third ignored.
+func splitLocality(l string) (region, zone, subzone string) {
+	parts := append(strings.Split(l, "/"), "", "")
+	return parts[0], parts[1], parts[2]
 }
 
 func (ix *Index) suggestPods(namespace, name string) string {

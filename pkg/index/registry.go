@@ -26,6 +26,8 @@ const (
 	labelRegion                   = "topology.kubernetes.io/region"
 	labelZone                     = "topology.kubernetes.io/zone"
 	labelHostname                 = "kubernetes.io/hostname"
+	labelRegionBeta               = "failure-domain.beta.kubernetes.io/region"
+	labelZoneBeta                 = "failure-domain.beta.kubernetes.io/zone"
 	annotationExportTo            = "networking.istio.io/exportTo"
 	annotationCanonSAs            = "alpha.istio.io/canonical-serviceaccounts"
 	annotationKubeSAs             = "alpha.istio.io/kubernetes-serviceaccounts"
@@ -119,6 +121,10 @@ type serviceGroup struct {
 func (ix *Index) buildWorkloads() {
 	ix.workloads = map[string][]*workload{}
 	ix.workloadByRef = map[provenance.Ref]*workload{}
+	ix.nodes = make(map[string]*corev1.Node, len(ix.snap.Nodes))
+	for _, n := range ix.snap.Nodes {
+		ix.nodes[n.Name] = n
+	}
 	td := ix.TrustDomain()
 	for _, pod := range ix.snap.Pods {
 		ip := pod.Status.PodIP
@@ -141,7 +147,7 @@ func (ix *Index) buildWorkloads() {
 		if v, ok := pod.Labels[labelTLSMode]; ok {
 			tlsMode = v
 		}
-		locality := podLocality(pod.Labels)
+		locality := ix.podLocality(pod)
 		w := &workload{
 			kind:           workloadKindPod,
 			ref:            provenance.Ref{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name},
@@ -200,7 +206,7 @@ func (ix *Index) workloadFromEntry(spec *networking.WorkloadEntry, metaLabels ma
 	}
 	locality := spec.GetLocality()
 	if locality == "" {
-		locality = podLocality(lbls)
+		locality = localityLabel(lbls)
 	}
 	network := spec.GetNetwork()
 	if network == "" {
@@ -236,9 +242,32 @@ func (ix *Index) networkFor(lbls map[string]string, namespace string) string {
 	return ""
 }
 
-// podLocality is model.GetLocalityLabel + SanitizeLocalityLabel. Node labels would come next in
-// istiod (getPodLocality); the snapshot carries no Nodes.
-func podLocality(lbls map[string]string) string {
+// podLocality is the kube controller's getPodLocality, the locality of a pod's endpoints: the
+// pod's locality label (localityLabel) when set, else the topology labels of the Node it runs on
+// (region and zone, each from its GA label or else the beta failure-domain one, and
+// topology.istio.io/subzone) as `region/zone/subzone`. It is "" when the pod has no node, the
+// Node is not in the snapshot, or the Node has none of those labels; the pod's own
+// topology.kubernetes.io labels do not count here.
+func (ix *Index) podLocality(pod *corev1.Pod) string {
+	if loc := localityLabel(pod.Labels); loc != "" {
+		return loc
+	}
+	node := ix.nodes[pod.Spec.NodeName]
+	if node == nil || pod.Spec.NodeName == "" {
+		return ""
+	}
+	region := cmp.Or(node.Labels[labelRegion], node.Labels[labelRegionBeta])
+	zone := cmp.Or(node.Labels[labelZone], node.Labels[labelZoneBeta])
+	subzone := node.Labels[labelSubzone]
+	if region == "" && zone == "" && subzone == "" {
+		return ""
+	}
+	return region + "/" + zone + "/" + subzone
+}
+
+// localityLabel is model.GetLocalityLabel + SanitizeLocalityLabel: topology.istio.io/locality
+// when present, else istio-locality, with "." read as "/" when the value has no "/".
+func localityLabel(lbls map[string]string) string {
 	loc, ok := lbls[labelLocality]
 	if !ok {
 		loc = lbls[labelLocalityLegacy]

@@ -95,6 +95,10 @@ type Snapshot struct {
 	// Deployments are read so that `deployment/NAME` can be resolved to the pods its selector
 	// matches.
 	Deployments []*appsv1.Deployment
+	// Nodes are the nodes pods run on: their topology labels are the pods' locality, as
+	// istiod's Kubernetes registry reads it. Cluster-scoped; live, only the nodes of the pods
+	// that matter are read.
+	Nodes []*corev1.Node
 
 	// Sources maps each object to where it was read from.
 	Sources map[ObjectKey]Source
@@ -140,6 +144,16 @@ func (s *Snapshot) Origin(layer provenance.Layer, k ObjectKey, field string) pro
 	return provenance.Origin{Layer: layer, Resource: &ref, Field: field, Position: s.FieldPosition(k, field)}
 }
 
+// Node returns the Node object with that name, or nil.
+func (s *Snapshot) Node(name string) *corev1.Node {
+	for _, n := range s.Nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
+}
+
 // Namespace returns the Namespace object with that name, or nil.
 func (s *Snapshot) Namespace(name string) *corev1.Namespace {
 	for _, n := range s.Namespaces {
@@ -164,6 +178,7 @@ func (s *Snapshot) Sort() {
 	sortByNsName(s.PeerAuthentications, func(o *securityv1.PeerAuthentication) (string, string) { return o.Namespace, o.Name })
 	sortByNsName(s.AuthorizationPolicies, func(o *securityv1.AuthorizationPolicy) (string, string) { return o.Namespace, o.Name })
 	sortByNsName(s.Deployments, func(o *appsv1.Deployment) (string, string) { return o.Namespace, o.Name })
+	sortByNsName(s.Nodes, func(o *corev1.Node) (string, string) { return "", o.Name })
 }
 
 func sortByNsName[T any](xs []T, key func(T) (string, string)) {

@@ -373,6 +373,10 @@ func (l *loader) loadDocument(d document, js []byte, inherit *header) {
 	case ns == "":
 		ns = l.spec.DefaultNamespace
 	}
+	if l.spec.FilterFiles && !l.planned(ki, ns, h.Metadata.Name) {
+		// A cluster read with the same plan would not return it.
+		return
+	}
 	ref := provenance.Ref{Kind: ki.kind, Namespace: ns, Name: h.Metadata.Name}
 	o, problems := ki.decode(js)
 	if len(problems) > 0 {

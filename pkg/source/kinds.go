@@ -15,12 +15,15 @@ import (
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 )
 
-// The kinds Load reads, spelled as in Read.Kind and model.ObjectKey.Kind.
+// The kinds Load reads, spelled as in Read.Kind and model.ObjectKey.Kind. KindNode is only ever
+// read by name, never listed: the Read's Namespaces are the names of the Nodes to get (those the
+// pods of interest run on), and a Read of it without names reads none.
 const (
 	KindNamespace           = "Namespace"
 	KindService             = "Service"
 	KindPod                 = "Pod"
 	KindDeployment          = "Deployment"
+	KindNode                = "Node"
 	KindServiceEntry        = "ServiceEntry"
 	KindWorkloadEntry       = "WorkloadEntry"
 	KindDestinationRule     = "DestinationRule"
@@ -63,8 +66,11 @@ type kindInfo struct {
 	istio    bool
 	cluster  bool
 	decode   func(js []byte) (object, []fieldError)
-	// list reads one page of the kind in namespace ns ("" for all namespaces).
+	// list reads one page of the kind in namespace ns ("" for all namespaces); nil for a kind
+	// that is only read by name (Node).
 	list func(ctx context.Context, c *clients, ns string, opts metav1.ListOptions) ([]object, string, error)
+	// get reads one object of a cluster-scoped kind by name.
+	get func(ctx context.Context, c *clients, name string) (object, error)
 }
 
 // apiVersion is the group/version of the Go type objects are decoded into.
@@ -100,6 +106,9 @@ var kindTable = []*kindInfo{
 			}
 			return items(l.Items), l.Continue, nil
 		},
+		get: func(ctx context.Context, c *clients, name string) (object, error) {
+			return c.kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+		},
 	},
 	{
 		kind: KindService, versions: []string{"v1"}, resource: "services",
@@ -132,6 +141,13 @@ var kindTable = []*kindInfo{
 				return nil, "", err
 			}
 			return items(l.Items), l.Continue, nil
+		},
+	},
+	{
+		kind: KindNode, versions: []string{"v1"}, resource: "nodes", cluster: true,
+		decode: decodeKube[corev1.Node],
+		get: func(ctx context.Context, c *clients, name string) (object, error) {
+			return c.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		},
 	},
 	{
@@ -301,6 +317,8 @@ func addToSnapshot(snap *model.Snapshot, o object) {
 		snap.Pods = append(snap.Pods, o)
 	case *appsv1.Deployment:
 		snap.Deployments = append(snap.Deployments, o)
+	case *corev1.Node:
+		snap.Nodes = append(snap.Nodes, o)
 	case *networkingv1.ServiceEntry:
 		snap.ServiceEntries = append(snap.ServiceEntries, o)
 	case *networkingv1.WorkloadEntry:

@@ -91,11 +91,11 @@ func (w *warningCollector) HandleWarningHeader(code int, _ string, text string) 
 	}
 }
 
-// readTask is one request: a list of a kind in a namespace, a get of one Namespace, or the get
-// of the mesh ConfigMap.
+// readTask is one request: a list of a kind in a namespace, a get of one Namespace or Node, or
+// the get of the mesh ConfigMap.
 type readTask struct {
 	kind *kindInfo
-	// ns is the namespace listed ("" for all), or the Namespace name for a get.
+	// ns is the namespace listed ("" for all), or the object name for a get.
 	ns   string
 	get  bool
 	mesh bool
@@ -105,13 +105,16 @@ type readTask struct {
 	err  error
 }
 
-// readLive reads spec.Reads and the mesh ConfigMap, concurrently.
+// readLive reads spec.Reads and the mesh ConfigMap, concurrently. A load that reads nothing but
+// Nodes (the nodes of pods an earlier load found) does not read the mesh ConfigMap again.
 func (l *loader) readLive(ctx context.Context, c *clients) error {
 	tasks, err := planReads(l.spec.Reads)
 	if err != nil {
 		return err
 	}
-	tasks = append(tasks, &readTask{mesh: true})
+	if len(l.spec.Reads) == 0 || slices.ContainsFunc(l.spec.Reads, func(r Read) bool { return r.Kind != KindNode }) {
+		tasks = append(tasks, &readTask{mesh: true})
+	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -157,6 +160,7 @@ func (l *loader) readLive(ctx context.Context, c *clients) error {
 	}
 
 	missing := map[string]bool{}
+	var nodesFailed []*readTask
 	for _, t := range tasks {
 		switch {
 		case t.mesh:
@@ -167,10 +171,13 @@ func (l *loader) readLive(ctx context.Context, c *clients) error {
 			}
 		case t.kind.istio && !t.get && crdMissing(t.err):
 			missing[t.kind.kind] = true
+		case t.kind.kind == KindNode:
+			nodesFailed = append(nodesFailed, t)
 		default:
 			l.readFailed(c, t)
 		}
 	}
+	l.nodeReadsFailed(c, nodesFailed)
 	if err := l.missingCRDs(missing); err != nil {
 		return err
 	}
@@ -182,7 +189,9 @@ func (l *loader) readLive(ctx context.Context, c *clients) error {
 	return nil
 }
 
-// planReads turns Reads into requests, one per kind and namespace, in Kinds() order.
+// planReads turns Reads into requests, one per kind and namespace (or name, for a
+// cluster-scoped kind read by name), in Kinds() order. A kind that cannot be listed (Node) is
+// read only by name: a Read of it without names reads nothing.
 func planReads(reads []Read) ([]*readTask, error) {
 	nss := map[string][]string{}
 	all := map[string]bool{}
@@ -201,7 +210,7 @@ func planReads(reads []Read) ([]*readTask, error) {
 		if !ok {
 			continue
 		}
-		if all[ki.kind] {
+		if all[ki.kind] && ki.list != nil {
 			tasks = append(tasks, &readTask{kind: ki})
 			continue
 		}
@@ -228,10 +237,10 @@ func (l *loader) run(ctx context.Context, c *clients, t *readTask) {
 			t.err = err
 		}
 	case t.get:
-		ns, err := c.kube.CoreV1().Namespaces().Get(ctx, t.ns, metav1.GetOptions{})
+		o, err := t.kind.get(ctx, c, t.ns)
 		switch {
 		case err == nil:
-			t.objs = []object{ns}
+			t.objs = []object{o}
 		case apierrors.IsNotFound(err):
 		default:
 			t.err = err
@@ -311,6 +320,42 @@ func (l *loader) readFailed(c *clients, t *readTask) {
 		msg = prev + "; " + msg
 	}
 	l.incomplete[t.kind.kind] = msg
+}
+
+// nodeReadsFailed records the Node gets that were denied or failed: the locality of the pods on
+// those nodes is unknown. The gets refused to one user make one warning
+// (`forbidden: alice cannot get nodes/a, nodes/b; ...`); any other failure is reported per node.
+func (l *loader) nodeReadsFailed(c *clients, failed []*readTask) {
+	var msgs []string
+	forbidden := map[string][]string{}
+	for _, t := range failed {
+		if !apierrors.IsForbidden(t.err) {
+			msgs = append(msgs, deniedMessage(c, t.err, "get", t.kind.resource+"/"+t.ns, "-")+
+				"; locality unknown for the pods on that node")
+			continue
+		}
+		// deniedMessage names the user from the error, so the prefix separates users.
+		prefix := deniedMessage(c, t.err, "get", t.kind.resource, "-")
+		if _, ok := forbidden[prefix]; !ok {
+			msgs = append(msgs, prefix)
+		}
+		forbidden[prefix] = append(forbidden[prefix], t.kind.resource+"/"+t.ns)
+	}
+	for _, msg := range msgs {
+		if names, ok := forbidden[msg]; ok {
+			msg = strings.TrimSuffix(msg, "nodes") + strings.Join(names, ", ")
+			if len(names) == 1 {
+				msg += "; locality unknown for the pods on that node"
+			} else {
+				msg += "; locality unknown for the pods on those nodes"
+			}
+		}
+		l.issue(model.LoadIssue{Severity: "warning", Message: msg, Incomplete: []string{KindNode}})
+		if prev, ok := l.incomplete[KindNode]; ok {
+			msg = prev + "; " + msg
+		}
+		l.incomplete[KindNode] = msg
+	}
 }
 
 var forbiddenUserRE = regexp.MustCompile(`User "([^"]*)" cannot`)

@@ -43,8 +43,15 @@ type Spec struct {
 	// DefaultNamespace is -n: objects in files without metadata.namespace take it (kubectl
 	// semantics; default "default").
 	DefaultNamespace string
-	// Reads says what to read from the cluster. Files are always loaded whole.
+	// Reads says what to read from the cluster. Files are loaded whole unless FilterFiles is
+	// set.
 	Reads []Read
+	// FilterFiles applies Reads to the objects of Files too: a file object is kept only when
+	// a cluster read planned by Reads would return it (its kind is read, in its namespace or
+	// in all namespaces; a Namespace only when its name is read). A command line then gives
+	// the same answer from files as from a cluster holding the same objects. The mesh
+	// ConfigMap is always kept.
+	FilterFiles bool
 }
 
 // Read is one kind to read from the cluster. Reads of the same kind are merged.
@@ -128,6 +135,52 @@ type loader struct {
 	fileMesh *meshInput
 	liveMesh *meshInput
 	mesh     appliedMesh
+
+	// plan is Reads by kind, for FilterFiles.
+	plan map[string]readScope
+}
+
+// readScope is what Reads read of one kind: every namespace, or the listed ones (for
+// KindNamespace, the listed names).
+type readScope struct {
+	all        bool
+	namespaces map[string]bool
+}
+
+// readScopes merges Reads by kind, as planReads does.
+func readScopes(reads []Read) map[string]readScope {
+	out := map[string]readScope{}
+	for _, r := range reads {
+		sc, ok := out[r.Kind]
+		if !ok {
+			sc.namespaces = map[string]bool{}
+		}
+		if r.Namespaces == nil {
+			sc.all = true
+		}
+		for _, ns := range r.Namespaces {
+			if ns != "" {
+				sc.namespaces[ns] = true
+			}
+		}
+		out[r.Kind] = sc
+	}
+	return out
+}
+
+// planned reports whether Reads would read the object from a cluster.
+func (l *loader) planned(ki *kindInfo, ns, name string) bool {
+	sc, ok := l.plan[ki.kind]
+	switch {
+	case !ok:
+		return false
+	case sc.all && ki.list != nil:
+		// A kind read only by name (Node) is never read in all namespaces: only its names count.
+		return true
+	case ki.cluster:
+		return sc.namespaces[name]
+	}
+	return sc.namespaces[ns]
 }
 
 // appliedMesh is the effective mesh config and where it came from.
@@ -157,6 +210,7 @@ func newLoader(s Spec) *loader {
 		fromFile:   map[model.ObjectKey]bool{},
 		loc:        &locator{objs: map[model.ObjectKey]located{}},
 		incomplete: map[string]string{},
+		plan:       readScopes(s.Reads),
 	}
 }
 

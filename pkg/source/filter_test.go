@@ -1,0 +1,211 @@
+package source
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// filterWorld holds objects of several kinds in three namespaces, the mesh ConfigMap, and a
+// broken DestinationRule in namespace c.
+const filterWorld = `apiVersion: v1
+kind: Namespace
+metadata: {name: a}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: b}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: c}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: istio, namespace: istio-system}
+data:
+  mesh: "rootNamespace: a"
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: unrelated, namespace: a}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: a}
+spec:
+  ports: [{port: 80}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: b}
+spec:
+  ports: [{port: 80}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: p, namespace: b}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: d, namespace: b}
+spec:
+  selector: {matchLabels: {app: d}}
+  template:
+    metadata: {labels: {app: d}}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: web, namespace: a}
+spec: {host: web.a.svc.cluster.local}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: web, namespace: b}
+spec: {host: web.a.svc.cluster.local}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: broken, namespace: c}
+spec: {hots: web.a.svc.cluster.local}
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: api, namespace: c}
+spec:
+  hosts: [api.example.com]
+  ports: [{number: 443, name: tls, protocol: TLS}]
+  resolution: DNS
+---
+apiVersion: security.istio.io/v1
+kind: PeerAuthentication
+metadata: {name: default, namespace: b}
+spec: {mtls: {mode: STRICT}}
+`
+
+// TestFilterFilesKeepsWhatAClusterReadWould: with FilterFiles, files give the objects a
+// cluster holding the same objects gives for the same Reads; the mesh ConfigMap is always
+// kept, and an object no read would return is not even decoded (no issue for the broken one).
+func TestFilterFilesKeepsWhatAClusterReadWould(t *testing.T) {
+	t.Chdir(t.TempDir())
+	write(t, "world.yaml", filterWorld)
+
+	// The cluster: every valid object of the files.
+	all, err := load(t.Context(), Spec{Files: []string{"world.yaml"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kubeObjs, istioObjs []runtime.Object
+	for _, o := range all.Namespaces {
+		kubeObjs = append(kubeObjs, o)
+	}
+	for _, o := range all.Services {
+		kubeObjs = append(kubeObjs, o)
+	}
+	for _, o := range all.Pods {
+		kubeObjs = append(kubeObjs, o)
+	}
+	for _, o := range all.Deployments {
+		kubeObjs = append(kubeObjs, o)
+	}
+	for _, o := range all.DestinationRules {
+		istioObjs = append(istioObjs, o)
+	}
+	for _, o := range all.ServiceEntries {
+		istioObjs = append(istioObjs, o)
+	}
+	for _, o := range all.PeerAuthentications {
+		istioObjs = append(istioObjs, o)
+	}
+	kubeObjs = append(kubeObjs, meshConfigMap("rootNamespace: a"))
+
+	tests := []struct {
+		name  string
+		reads []Read
+		want  []string
+	}{
+		{
+			name: "lookup namespaces only",
+			reads: []Read{
+				{Kind: KindNamespace, Namespaces: []string{"a"}},
+				{Kind: KindService, Namespaces: []string{"a"}},
+				{Kind: KindDestinationRule, Namespaces: []string{"a"}},
+				{Kind: KindServiceEntry},
+			},
+			want: []string{"DestinationRule a/web", "Namespace a", "Service a/web", "ServiceEntry c/api"},
+		},
+		{
+			name: "reads of one kind are merged; nil is every namespace",
+			reads: []Read{
+				{Kind: KindNamespace},
+				{Kind: KindDestinationRule, Namespaces: []string{"a"}},
+				{Kind: KindDestinationRule, Namespaces: []string{"b"}},
+				{Kind: KindPod, Namespaces: []string{"b"}},
+				{Kind: KindPeerAuthentication, Namespaces: []string{"a"}},
+				{Kind: KindDeployment, Namespaces: []string{"b"}},
+			},
+			want: []string{"Deployment b/d", "DestinationRule a/web", "DestinationRule b/web", "Namespace a", "Namespace b", "Namespace c", "Pod b/p"},
+		},
+		{
+			name:  "an empty namespace list reads nothing",
+			reads: []Read{{Kind: KindService, Namespaces: []string{}}},
+			want:  nil,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			files, err := load(t.Context(), Spec{Files: []string{"world.yaml"}, Reads: tt.reads, FilterFiles: true}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, keys(files)); diff != "" {
+				t.Errorf("objects from files (-want +got):\n%s", diff)
+			}
+			if len(files.Issues) != 0 {
+				t.Errorf("issues for objects no read returns: %+v", files.Issues)
+			}
+			if got := files.MeshConfigSource.String(); got != "ConfigMap istio-system/istio" || files.RootNamespace() != "a" {
+				t.Errorf("mesh config from %s with root %q, want the file's ConfigMap with root a", got, files.RootNamespace())
+			}
+
+			f := newFakeCluster(kubeObjs, istioObjs)
+			live, err := load(t.Context(), Spec{Reads: tt.reads}, f.clients())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(keys(live), keys(files)); diff != "" {
+				t.Errorf("files (+) keep other objects than a cluster read returns (-):\n%s", diff)
+			}
+		})
+	}
+
+	// Without FilterFiles files are loaded whole, and the broken rule is reported.
+	whole, err := load(t.Context(), Spec{Files: []string{"world.yaml"}, Reads: tests[0].reads}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys(whole)) != len(keys(all)) || len(whole.Issues) != 1 {
+		t.Errorf("without FilterFiles: %d objects and issues %+v, want %d objects and the broken rule's issue", len(keys(whole)), whole.Issues, len(keys(all)))
+	}
+}
+
+// TestFilterFilesInOverlay: the files laid over a cluster are filtered by the same Reads.
+func TestFilterFilesInOverlay(t *testing.T) {
+	t.Chdir(t.TempDir())
+	write(t, "world.yaml", filterWorld)
+	f := newFakeCluster(nil, []runtime.Object{liveDR("c", "live", "web.a.svc.cluster.local", 0)})
+	reads := []Read{{Kind: KindDestinationRule, Namespaces: []string{"a", "c"}}}
+	snap, err := load(t.Context(), Spec{Files: []string{"world.yaml"}, Overlay: true, Reads: reads, FilterFiles: true}, f.clients())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"DestinationRule a/web", "DestinationRule c/live"}
+	if diff := cmp.Diff(want, keys(snap)); diff != "" {
+		t.Errorf("objects (-want +got):\n%s", diff)
+	}
+	// The broken rule in c is read (c is planned), so its problem is reported.
+	if len(snap.Issues) != 1 || snap.Issues[0].Resource == nil || snap.Issues[0].Resource.Name != "broken" {
+		t.Errorf("issues = %+v, want the broken rule's", snap.Issues)
+	}
+}
