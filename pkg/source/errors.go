@@ -51,6 +51,12 @@ func clusterErr(err error, host string) error {
 	if errors.Is(err, context.Canceled) {
 		return &ClusterError{msg: "reading the cluster was canceled", cause: err}
 	}
+	// A timeout surfaces as a client timeout or as the request context's deadline, depending on
+	// which fires first; both read the same.
+	var ne interface{ Timeout() bool }
+	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		return &ClusterError{msg: "unable to connect to the server: Timeout: the server did not answer within the request timeout", cause: err}
+	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		if utilnet.IsConnectionRefused(ue.Err) || strings.Contains(ue.Err.Error(), "connection refused") {
@@ -64,9 +70,6 @@ func clusterErr(err error, host string) error {
 	}
 	if utilnet.IsConnectionRefused(err) && host != "" {
 		return &ClusterError{msg: fmt.Sprintf("the connection to the server %s was refused - did you specify the right host or port?", host), cause: err}
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return &ClusterError{msg: "unable to connect to the server: the request timed out", cause: err}
 	}
 	return &ClusterError{msg: fmt.Sprintf("unable to connect to the server: %v", err), cause: err}
 }
