@@ -33,7 +33,7 @@ conformance:
 	cd conformance && $(GO) test -count=1 -timeout 60m ./...
 
 conformance-update:
-	cd conformance && $(GO) test -count=1 -timeout 60m ./... -run 'TestScenarios' -args -update
+	cd conformance && $(GO) test -count=1 -timeout 60m -run 'TestScenarios$$' . -update
 
 golden:
 	UPDATE_GOLDEN=1 $(GO) test -count=1 ./pkg/...
