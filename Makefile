@@ -1,8 +1,9 @@
 # kubectl mesh-explain
 #
 #   make run-example   build the plugin and explain the bundled Bookinfo example (no cluster needed)
-#   make test          every test: unit, golden, scenario and end-to-end (real kube-apiserver + etcd)
-#   make conformance   compare the engines with Istio's own control-plane code (separate module)
+#   make test          every test: unit, golden, scenario, end-to-end (real kube-apiserver + etcd)
+#                      and conformance (the engines against Istio's own control-plane code)
+#   make conformance   only the conformance module (separate go.mod requiring istio.io/istio)
 #   make bench         performance benchmark against a real kube-apiserver
 #   make golden        rewrite golden files (review the diff)
 
@@ -20,7 +21,7 @@ run-example: build
 	./$(BIN) cluster reviews -n bookinfo --from pod/productpage-v1 -f testdata/examples/bookinfo
 	./$(BIN) authz pod/a -n foo -f testdata/examples/ambient
 
-test: verify unit e2e
+test: verify unit e2e conformance
 
 unit:
 	MESH_EXPLAIN_E2E= $(GO) test -count=1 ./...
