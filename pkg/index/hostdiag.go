@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/internal/strdist"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
 
@@ -156,7 +157,7 @@ func typoOf(d *drInfo, svc *Service) (string, bool) {
 	if !strings.Contains(raw, ".") && svc.Kubernetes && raw == svc.Name && d.ns != svc.Namespace {
 		return fmt.Sprintf("a short name is expanded in the rule's own namespace, to %s", d.host), true
 	}
-	if limit := 2; levenshtein(d.host, svc.Hostname) <= limit {
+	if limit := 2; strdist.Levenshtein(d.host, svc.Hostname) <= limit {
 		return "it differs from the service's host by a few characters", true
 	}
 	return "", false

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/internal/strdist"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
 
@@ -109,7 +110,7 @@ func (ix *Index) suggestPods(namespace, name string) string {
 			}
 			continue
 		}
-		score := levenshtein(name, pod.Name)
+		score := strdist.Levenshtein(name, pod.Name)
 		if strings.HasPrefix(pod.Name, name) || strings.HasPrefix(name, pod.Name) {
 			score = 0
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/internal/strdist"
 )
 
 // ResolveHost turns the host a user typed into the registry services with that hostname, one per
@@ -91,7 +92,7 @@ func (ix *Index) suggestHosts(h, namespace string) string {
 		case strings.HasSuffix(known, "."+h) || (isWildcard(known) && strings.HasSuffix(h, known[1:])):
 			score = 2
 		default:
-			d := min(levenshtein(full, known), levenshtein(h, known))
+			d := min(strdist.Levenshtein(full, known), strdist.Levenshtein(h, known))
 			if limit := max(2, len(known)/10); d <= limit {
 				score = 3 + d
 			}
@@ -122,25 +123,4 @@ func orDefault(ns string) string {
 		return "default"
 	}
 	return ns
-}
-
-// levenshtein is the edit distance between a and b.
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

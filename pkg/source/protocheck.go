@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/internal/strdist"
 )
 
 // fieldError is one problem in a JSON document decoded against a proto message, at a path in
@@ -235,7 +237,7 @@ func suggestField(md protoreflect.MessageDescriptor, key string) string {
 	fields := md.Fields()
 	for i := 0; i < fields.Len(); i++ {
 		name := fields.Get(i).JSONName()
-		d := editDistance(strings.ToLower(key), strings.ToLower(name))
+		d := strdist.Levenshtein(strings.ToLower(key), strings.ToLower(name))
 		if d < bestDist || (d == bestDist && best != "" && name < best) {
 			best, bestDist = name, d
 		}
@@ -244,26 +246,6 @@ func suggestField(md protoreflect.MessageDescriptor, key string) string {
 		return ""
 	}
 	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // orderedObject splits a JSON object into its keys and values, in document order.
