@@ -1,0 +1,179 @@
+package istiorun
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+
+	"istio.io/istio/pilot/pkg/model"
+	v3 "istio.io/istio/pilot/pkg/xds/v3"
+	"istio.io/istio/pilot/test/xds"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/hack/meshgen/gen"
+)
+
+// The Istio side of docs/performance.md: Istio's own cluster generation for the client proxy
+// and the synthetic mesh the engine benchmarks use (hack/meshgen/gen, same seed and scales,
+// through the same YAML files), to set against BenchmarkClusterEveryClusterOfProxy of
+// pkg/engine/envoycluster. MESH_EXPLAIN_BENCH_SCALE lists the scales (1 is 10,000 Services).
+
+// benchScenario generates the mesh of one scale, writes it as files and loads them as a
+// cluster scenario whose command is the benchmark's `cluster` question.
+func benchScenario(b *testing.B, cfg gen.Config) *Scenario {
+	b.Helper()
+	m, err := gen.Generate(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "meshgen-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	if err := m.WriteFiles(dir, gen.YAML); err != nil {
+		b.Fatal(err)
+	}
+	command := strings.Join(m.Queries().ClusterArgs(), " ")
+	args, err := ParseArgs(command)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var docs []Document
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".yaml") {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		ds, err := SplitDocuments(data)
+		if err != nil {
+			return fmt.Errorf("%s: %v", p, err)
+		}
+		for i := range ds {
+			ds[i].File = p
+		}
+		docs = append(docs, ds...)
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := Build(docs, args.Namespace)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.Dir, s.Command, s.Args = dir, command, args
+	return s
+}
+
+// istioBench is an in-process istiod serving one mesh, and the client proxy as it connected.
+type istioBench struct {
+	server   *xds.FakeDiscoveryServer
+	proxy    *model.Proxy
+	services int
+	outbound int
+}
+
+var istioBenches = map[float64]*istioBench{}
+
+// istiodAt starts istiod on the mesh of one scale, once per test binary: -count repeats the
+// measurement, not the minutes of setup.
+func istiodAt(b *testing.B, scale float64) *istioBench {
+	b.Helper()
+	if ib, ok := istioBenches[scale]; ok {
+		return ib
+	}
+	start := time.Now()
+	sc := benchScenario(b, gen.Config{Seed: 1, Sizes: gen.Scaled(scale)})
+	ib := &istioBench{}
+	for _, o := range sc.Kube {
+		if o.GetObjectKind().GroupVersionKind().Kind == "Service" {
+			ib.services++
+		}
+	}
+	proxy, err := sc.BuildClientProxy()
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := &processFailer{}
+	ib.server = xds.NewFakeDiscoveryServer(f, xds.FakeOptions{KubernetesObjects: sc.Kube, Configs: sc.Configs, MeshConfig: sc.Mesh})
+	// Connecting makes istiod compute the proxy's state as it does for a real client. Ask for
+	// one endpoint assignment only: the full CDS answer outgrows the test client's gRPC limit.
+	ads := ib.server.ConnectADS().WithID(proxy.ID).WithMetadata(proxy.Metadata).WithTimeout(5 * time.Minute)
+	ads.RequestResponseAck(f, &discovery.DiscoveryRequest{
+		TypeUrl:       v3.EndpointType,
+		ResourceNames: []string{"outbound|8080||" + sc.ResolveHost(sc.Args.Target, sc.Args.Namespace)},
+	})
+	id := strings.Split(proxy.ID, "~")[2]
+	for _, c := range ib.server.Discovery.Clients() {
+		if c.Proxy().ID == id {
+			ib.proxy = c.Proxy()
+		}
+	}
+	if ib.proxy == nil {
+		b.Fatalf("the client proxy %s is not connected", proxy.ID)
+	}
+	all, _ := ib.server.ConfigGen.BuildClusters(ib.proxy, &model.PushRequest{Push: ib.server.PushContext()})
+	for _, r := range all {
+		if strings.HasPrefix(r.Name, "outbound|") {
+			ib.outbound++
+		}
+	}
+	b.Logf("mesh of scale %g generated and istiod ready in %v; %d clusters, %d outbound",
+		scale, time.Since(start).Round(time.Millisecond), len(all), ib.outbound)
+	istioBenches[scale] = ib
+	return ib
+}
+
+// BenchmarkIstioBuildClusters is Istio's CDS generation (ConfigGeneratorImpl.BuildClusters) for
+// the benchmark's client proxy, with the PushContext and the proxy's state already computed, as
+// istiod has them when it pushes. The proxy is the one istiod builds when the client connects
+// over ADS; the config generator runs without its cluster cache, so every call builds every
+// cluster, as the engine does.
+func BenchmarkIstioBuildClusters(b *testing.B) {
+	ConfigureLogging()
+	scales, err := gen.BenchScales()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, scale := range scales {
+		ib := istiodAt(b, scale)
+		b.Run(fmt.Sprintf("services=%d", ib.services), func(b *testing.B) {
+			req := &model.PushRequest{Push: ib.server.PushContext()}
+			b.ReportAllocs()
+			for b.Loop() {
+				ib.server.ConfigGen.BuildClusters(ib.proxy, req)
+			}
+			b.ReportMetric(float64(ib.outbound), "clusters/op")
+		})
+	}
+}
+
+// processFailer is the test.Failer of an istiod that lives as long as the test binary: it never
+// runs cleanups, and a failure ends the benchmark.
+type processFailer struct{}
+
+func (processFailer) Fail()                             { panic("istiod setup failed") }
+func (processFailer) FailNow()                          { panic("istiod setup failed") }
+func (processFailer) Fatal(args ...any)                 { panic(fmt.Sprint(args...)) }
+func (processFailer) Fatalf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
+func (processFailer) Log(args ...any)                   { fmt.Fprintln(os.Stderr, args...) }
+func (processFailer) Logf(format string, args ...any)   { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+func (processFailer) Helper()                           {}
+func (processFailer) Cleanup(func())                    {}
+func (processFailer) Skip(args ...any)                  { panic(fmt.Sprint(args...)) }
+func (processFailer) TempDir() string {
+	d, err := os.MkdirTemp("", "istiod-bench-")
+	if err != nil {
+		panic(err)
+	}
+	return d
+}

@@ -1,0 +1,505 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// BareUserAgent is the User-Agent of the bare reads, so the API server's audit log tells them
+// from the plugin's.
+const BareUserAgent = "meshgen-bare-reads"
+
+// The Accept headers client-go sends: built-in kinds prefer protobuf (gentype.PrefersProtobuf),
+// Istio's clientset asks for JSON (its rest config leaves ContentType to the JSON default).
+const (
+	acceptProtobuf = "application/vnd.kubernetes.protobuf,application/json"
+	acceptJSON     = "application/json, */*"
+)
+
+// The constants of the plugin's loader (pkg/source/live.go) the bare reads mirror.
+const (
+	pageSize           = 500
+	maxConcurrentReads = 4
+)
+
+// bareKind is one kind the plugin reads, as a REST resource.
+type bareKind struct {
+	kind     string
+	prefix   string // /api/v1, /apis/networking.istio.io/v1, ...
+	resource string
+	cluster  bool
+	accept   string
+}
+
+// bareKinds is pkg/source's kindTable, in its order.
+var bareKinds = []bareKind{
+	{"Namespace", "/api/v1", "namespaces", true, acceptProtobuf},
+	{"Service", "/api/v1", "services", false, acceptProtobuf},
+	{"Pod", "/api/v1", "pods", false, acceptProtobuf},
+	{"Deployment", "/apis/apps/v1", "deployments", false, acceptProtobuf},
+	{"ServiceEntry", "/apis/networking.istio.io/v1", "serviceentries", false, acceptJSON},
+	{"WorkloadEntry", "/apis/networking.istio.io/v1", "workloadentries", false, acceptJSON},
+	{"DestinationRule", "/apis/networking.istio.io/v1", "destinationrules", false, acceptJSON},
+	{"VirtualService", "/apis/networking.istio.io/v1", "virtualservices", false, acceptJSON},
+	{"Sidecar", "/apis/networking.istio.io/v1", "sidecars", false, acceptJSON},
+	{"EnvoyFilter", "/apis/networking.istio.io/v1alpha3", "envoyfilters", false, acceptJSON},
+	{"PeerAuthentication", "/apis/security.istio.io/v1", "peerauthentications", false, acceptJSON},
+	{"AuthorizationPolicy", "/apis/security.istio.io/v1", "authorizationpolicies", false, acceptJSON},
+}
+
+// read is one kind to read: nil Namespaces means all namespaces (source.Read).
+type read struct {
+	kind       string
+	namespaces []string
+}
+
+// pluginArgs is the part of a plugin command line that decides its reads.
+type pluginArgs struct {
+	verb, target, namespace, from, selector, istioNamespace string
+}
+
+// parsePluginArgs reads a `cluster HOST ...` or `authz pod/NAME ...` command line.
+func parsePluginArgs(args []string) (pluginArgs, error) {
+	a := pluginArgs{istioNamespace: "istio-system"}
+	var pos []string
+	for i := 0; i < len(args); i++ {
+		name, val, hasVal := strings.Cut(args[i], "=")
+		next := func() (string, error) {
+			if hasVal {
+				return val, nil
+			}
+			if i+1 >= len(args) {
+				return "", fmt.Errorf("flag %s needs a value", name)
+			}
+			i++
+			return args[i], nil
+		}
+		var err error
+		switch name {
+		case "-n", "--namespace":
+			a.namespace, err = next()
+		case "--from":
+			a.from, err = next()
+		case "-l", "--selector":
+			a.selector, err = next()
+		case "--istio-namespace":
+			a.istioNamespace, err = next()
+		case "--port", "--subset", "-o", "--output", "--kubeconfig", "--context":
+			_, err = next()
+		default:
+			if strings.HasPrefix(name, "-") {
+				return a, fmt.Errorf("the bare reads do not know the flag %s", name)
+			}
+			pos = append(pos, args[i])
+		}
+		if err != nil {
+			return a, err
+		}
+	}
+	if len(pos) == 0 {
+		return a, errors.New("want cluster HOST or authz pod/NAME")
+	}
+	a.verb = pos[0]
+	if len(pos) > 1 {
+		a.target = pos[1]
+	}
+	if a.namespace == "" {
+		a.namespace = "default"
+	}
+	return a, nil
+}
+
+// planFor returns the reads the plugin plans for a command line: pkg/cli/cluster.go
+// clusterPlan.reads and pkg/cli/authz.go AuthzOptions.reads, for a cluster whose mesh
+// ConfigMap names --istio-namespace as the root namespace (the generated mesh does).
+func planFor(a pluginArgs) ([]read, error) {
+	root := a.istioNamespace
+	switch a.verb {
+	case "cluster":
+		client, podNs := a.namespace, ""
+		if kind, name, ok := strings.Cut(a.from, "/"); ok {
+			switch kind {
+			case "pod", "pods", "po":
+				podNs = a.namespace
+			case "namespace", "namespaces", "ns":
+				client = name
+			}
+		}
+		svcNs := serviceNamespace(strings.ToLower(a.target), a.namespace)
+		lookup := sortedNamespaces(client, root, svcNs)
+		workloads := sortedNamespaces(podNs, svcNs)
+		return []read{
+			{"DestinationRule", lookup},
+			{"Sidecar", lookup},
+			{"PeerAuthentication", lookup},
+			{"EnvoyFilter", sortedNamespaces(client, root)},
+			{"Namespace", sortedNamespaces(client, root, svcNs)},
+			{"Service", workloads},
+			{"Pod", workloads},
+			{"ServiceEntry", nil},
+			{"WorkloadEntry", nil},
+			{"VirtualService", nil},
+		}, nil
+	case "authz":
+		ns := a.namespace
+		reads := []read{
+			{"Namespace", sortedNamespaces(ns, root)},
+			{"Pod", sortedNamespaces(ns)},
+			{"PeerAuthentication", sortedNamespaces(ns, root)},
+			{"AuthorizationPolicy", sortedNamespaces(ns, root)},
+			{"Service", sortedNamespaces(ns)},
+		}
+		if strings.HasPrefix(a.target, "deployment/") || strings.HasPrefix(a.target, "deploy/") {
+			reads = append(reads, read{"Deployment", sortedNamespaces(ns)})
+		}
+		return reads, nil
+	}
+	return nil, fmt.Errorf("unknown command %q (want cluster or authz)", a.verb)
+}
+
+// serviceNamespace is pkg/cli serviceNamespace: the namespace a Kubernetes service host names.
+func serviceNamespace(host, ns string) string {
+	if strings.HasPrefix(host, "*") {
+		return ""
+	}
+	labels := strings.Split(host, ".")
+	switch {
+	case len(labels) == 1:
+		return ns
+	case len(labels) == 2:
+		return labels[1]
+	case len(labels) >= 3 && labels[2] == "svc":
+		return labels[1]
+	}
+	return ""
+}
+
+func sortedNamespaces(nss ...string) []string {
+	out := []string{}
+	for _, ns := range nss {
+		if ns != "" {
+			out = append(out, ns)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// bareTask is one request sequence: the pages of a list, or one get.
+type bareTask struct {
+	kind bareKind
+	path string
+	get  bool
+
+	requests int
+	bytes    int64
+	status   []int
+	err      error
+}
+
+// tasksFor turns reads into requests the way pkg/source planReads does: one task per kind and
+// namespace in kind-table order, a get per named Namespace, then the get of the mesh ConfigMap.
+func tasksFor(reads []read, istioNamespace string) []*bareTask {
+	nss := map[string][]string{}
+	all := map[string]bool{}
+	for _, r := range reads {
+		if r.namespaces == nil {
+			all[r.kind] = true
+		}
+		nss[r.kind] = append(nss[r.kind], r.namespaces...)
+	}
+	var tasks []*bareTask
+	for _, k := range bareKinds {
+		list, ok := nss[k.kind]
+		if !ok {
+			continue
+		}
+		if all[k.kind] {
+			tasks = append(tasks, &bareTask{kind: k, path: k.prefix + "/" + k.resource})
+			continue
+		}
+		slices.Sort(list)
+		for _, ns := range slices.Compact(list) {
+			if ns == "" {
+				continue
+			}
+			if k.cluster {
+				tasks = append(tasks, &bareTask{kind: k, path: k.prefix + "/" + k.resource + "/" + ns, get: true})
+				continue
+			}
+			tasks = append(tasks, &bareTask{kind: k, path: k.prefix + "/namespaces/" + ns + "/" + k.resource})
+		}
+	}
+	cm := bareKind{kind: "ConfigMap", prefix: "/api/v1", resource: "configmaps", accept: acceptProtobuf}
+	tasks = append(tasks, &bareTask{kind: cm, path: "/api/v1/namespaces/" + istioNamespace + "/configmaps/istio", get: true})
+	return tasks
+}
+
+// BareResult is what `meshgen bare-reads` prints.
+type BareResult struct {
+	Requests int   `json:"requests"`
+	Bytes    int64 `json:"bytes"`
+	// ReadNanos is the time of the reads alone, from the first request to the last byte.
+	ReadNanos int64 `json:"readNanos"`
+	// Paths are the request paths, in plan order.
+	Paths []string `json:"paths"`
+}
+
+// bareReads runs `meshgen bare-reads --kubeconfig FILE [--node NAME]... -- COMMAND...`.
+func bareReads(args []string) error {
+	fs := flag.NewFlagSet("bare-reads", flag.ContinueOnError)
+	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster to read")
+	var nodes stringList
+	fs.Var(&nodes, "node", "a Node `cluster` gets once it knows the pods (repeatable): the bare reads do not decode the pods, so they are told")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	pa, err := parsePluginArgs(fs.Args())
+	if err != nil {
+		return err
+	}
+	reads, err := planFor(pa)
+	if err != nil {
+		return err
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.UserAgent = BareUserAgent
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return err
+	}
+	base := strings.TrimSuffix(cfg.Host, "/")
+
+	// The plugin reads in two phases: the planned kinds and the mesh ConfigMap, then (cluster
+	// only) the Nodes of the pods that matter, one get each (pkg/cli/cluster.go loadNodes).
+	phases := [][]*bareTask{tasksFor(reads, pa.istioNamespace)}
+	if len(nodes) > 0 {
+		node := bareKind{kind: "Node", prefix: "/api/v1", resource: "nodes", cluster: true, accept: acceptProtobuf}
+		var gets []*bareTask
+		for _, n := range sortedNamespaces(nodes...) {
+			gets = append(gets, &bareTask{kind: node, path: "/api/v1/nodes/" + n, get: true})
+		}
+		phases = append(phases, gets)
+	}
+	start := time.Now()
+	res := BareResult{}
+	for _, tasks := range phases {
+		if err := runTasks(hc, base, tasks); err != nil {
+			return err
+		}
+		for _, t := range tasks {
+			res.Requests += t.requests
+			res.Bytes += t.bytes
+			res.Paths = append(res.Paths, t.path)
+		}
+	}
+	res.ReadNanos = time.Since(start).Nanoseconds()
+	return json.NewEncoder(os.Stdout).Encode(res)
+}
+
+// runTasks runs tasks concurrently, at most maxConcurrentReads at a time, as the loader does.
+func runTasks(hc *http.Client, base string, tasks []*bareTask) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sem := make(chan struct{}, maxConcurrentReads)
+	var wg sync.WaitGroup
+	for _, t := range tasks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			t.err = t.run(ctx, hc, base)
+			if t.err != nil {
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	for _, t := range tasks {
+		if t.err != nil {
+			return fmt.Errorf("GET %s: %w", t.path, t.err)
+		}
+	}
+	return nil
+}
+
+// run issues the task's requests: a get, or every page of a list, discarding the bodies but
+// the continue token.
+func (t *bareTask) run(ctx context.Context, hc *http.Client, base string) error {
+	cont := ""
+	for {
+		u := base + t.path
+		if !t.get {
+			q := url.Values{}
+			q.Set("limit", fmt.Sprint(pageSize))
+			if cont != "" {
+				q.Set("continue", cont)
+			}
+			u += "?" + q.Encode()
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Accept", t.kind.accept)
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		next, n, err := drain(resp.Body, resp.Header.Get("Content-Type"))
+		resp.Body.Close()
+		t.requests++
+		t.bytes += n
+		t.status = append(t.status, resp.StatusCode)
+		switch {
+		case err != nil:
+			return err
+		case resp.StatusCode == http.StatusNotFound && t.get:
+			// The plugin reads a missing Namespace, Node or mesh ConfigMap as absent.
+			return nil
+		case resp.StatusCode != http.StatusOK:
+			return fmt.Errorf("status %d", resp.StatusCode)
+		}
+		if t.get || next == "" {
+			return nil
+		}
+		cont = next
+	}
+}
+
+// keepSize is how much of the start and of the end of a body is kept to find a list's continue
+// token: built-in kinds write the list metadata before the items, custom resources (written
+// with their keys in alphabetical order) after them.
+const keepSize = 4096
+
+// tail keeps the last keepSize bytes written to it.
+type tail struct {
+	buf []byte
+	n   int64
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.n += int64(len(p))
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > 2*keepSize {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-keepSize:]...)
+	}
+	return len(p), nil
+}
+
+// drain reads a body to the end, keeping only the continue token of a list.
+func drain(body io.Reader, contentType string) (string, int64, error) {
+	prefix := make([]byte, keepSize)
+	n, err := io.ReadFull(body, prefix)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return "", int64(n), err
+	}
+	prefix = prefix[:n]
+	end := &tail{}
+	_, err = io.Copy(end, body)
+	total := int64(n) + end.n
+	if err != nil {
+		return "", total, err
+	}
+	if strings.HasPrefix(contentType, "application/vnd.kubernetes.protobuf") {
+		return protobufContinue(prefix), total, nil
+	}
+	if end.n == 0 {
+		return jsonContinue(prefix), total, nil
+	}
+	return jsonContinue(append(prefix, end.buf...)), total, nil
+}
+
+var continueRE = regexp.MustCompile(`"continue":"([^"]*)"`)
+
+// jsonContinue finds metadata.continue of a JSON list in the start and end of its body: the
+// list's metadata comes before "items" (built-in kinds) or after the last item (custom
+// resources), and no object of an item has a key "continue" at its top level.
+func jsonContinue(b []byte) string {
+	head := b
+	if i := bytes.Index(b, []byte(`"items":`)); i >= 0 {
+		head = b[:i]
+		if m := continueRE.FindSubmatch(head); m != nil {
+			return string(m[1])
+		}
+		b = b[i:]
+	}
+	i := bytes.LastIndex(b, []byte(`"metadata":{`))
+	if i < 0 {
+		return ""
+	}
+	if m := continueRE.FindSubmatch(b[i:]); m != nil {
+		return string(m[1])
+	}
+	return ""
+}
+
+// protobufContinue finds metadata.continue of a protobuf list: the body is the magic
+// "k8s\x00" and a runtime.Unknown whose raw (field 2) is the list, whose field 1 is ListMeta,
+// whose field 3 is continue.
+func protobufContinue(b []byte) string {
+	b, ok := bytes.CutPrefix(b, []byte("k8s\x00"))
+	if !ok {
+		return ""
+	}
+	raw := protoField(b, 2)
+	meta := protoField(raw, 1)
+	return string(protoField(meta, 3))
+}
+
+// protoField returns the bytes of the first length-delimited field num of a message, or nil.
+// A truncated message (a prefix) is read as far as it goes.
+func protoField(b []byte, num protowire.Number) []byte {
+	for len(b) > 0 {
+		n, typ, l := protowire.ConsumeTag(b)
+		if l < 0 {
+			return nil
+		}
+		b = b[l:]
+		if typ == protowire.BytesType {
+			v, l := protowire.ConsumeBytes(b)
+			if l < 0 {
+				// The field runs past the prefix: what is there is all there is.
+				if n == num {
+					_, vl := protowire.ConsumeVarint(b)
+					if vl > 0 {
+						return b[vl:]
+					}
+				}
+				return nil
+			}
+			if n == num {
+				return v
+			}
+			b = b[l:]
+			continue
+		}
+		l = protowire.ConsumeFieldValue(n, typ, b)
+		if l < 0 {
+			return nil
+		}
+		b = b[l:]
+	}
+	return nil
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/client-go/kubernetes/scheme"
+)
+
+// podList is a list of n pods with a continue token, as the API server pages it.
+func podList(n int, cont string) *corev1.PodList {
+	l := &corev1.PodList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodList"}, ListMeta: metav1.ListMeta{ResourceVersion: "42", Continue: cont}}
+	for i := range n {
+		l.Items = append(l.Items, corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-%04d", i), Namespace: "ns",
+			Annotations: map[string]string{"note": strings.Repeat("x", 200)}}})
+	}
+	return l
+}
+
+func TestContinueTokens(t *testing.T) {
+	for _, n := range []int{0, 3, 500} {
+		for _, cont := range []string{"", "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6NDJ9"} {
+			l := podList(n, cont)
+
+			var pb bytes.Buffer
+			if err := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme).Encode(l, &pb); err != nil {
+				t.Fatal(err)
+			}
+			got, size, err := drain(bytes.NewReader(pb.Bytes()), "application/vnd.kubernetes.protobuf")
+			if err != nil || got != cont || size != int64(pb.Len()) {
+				t.Errorf("protobuf, %d items: got %q, %d bytes, %v; want %q, %d bytes", n, got, size, err, cont, pb.Len())
+			}
+
+			// Built-in kinds: metadata before items.
+			js, err := json.Marshal(l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, _, _ := drain(bytes.NewReader(js), "application/json"); got != cont {
+				t.Errorf("JSON with metadata first, %d items: got %q, want %q", n, got, cont)
+			}
+
+			// Custom resources: keys in alphabetical order, metadata after items.
+			var m map[string]any
+			if err := json.Unmarshal(js, &m); err != nil {
+				t.Fatal(err)
+			}
+			sorted, err := json.Marshal(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bytes.Index(sorted, []byte(`"items"`)) > bytes.LastIndex(sorted, []byte(`"resourceVersion":"42"`)) {
+				t.Fatalf("the test list does not put its metadata last")
+			}
+			if got, _, _ := drain(bytes.NewReader(sorted), "application/json"); got != cont {
+				t.Errorf("JSON with metadata last, %d items: got %q, want %q", n, got, cont)
+			}
+		}
+	}
+}
+
+func TestPlanMirrorsThePlugin(t *testing.T) {
+	a, err := parsePluginArgs(strings.Fields("cluster svc-00000.ns-000.svc.cluster.local -n ns-001 --from pod/client"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads, err := planFor(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, task := range tasksFor(reads, a.istioNamespace) {
+		paths = append(paths, task.path)
+	}
+	want := []string{
+		"/api/v1/namespaces/istio-system", "/api/v1/namespaces/ns-000", "/api/v1/namespaces/ns-001",
+		"/api/v1/namespaces/ns-000/services", "/api/v1/namespaces/ns-001/services",
+		"/api/v1/namespaces/ns-000/pods", "/api/v1/namespaces/ns-001/pods",
+		"/apis/networking.istio.io/v1/serviceentries", "/apis/networking.istio.io/v1/workloadentries",
+		"/apis/networking.istio.io/v1/namespaces/istio-system/destinationrules",
+		"/apis/networking.istio.io/v1/namespaces/ns-000/destinationrules",
+		"/apis/networking.istio.io/v1/namespaces/ns-001/destinationrules",
+		"/apis/networking.istio.io/v1/virtualservices",
+		"/apis/networking.istio.io/v1/namespaces/istio-system/sidecars",
+		"/apis/networking.istio.io/v1/namespaces/ns-000/sidecars",
+		"/apis/networking.istio.io/v1/namespaces/ns-001/sidecars",
+		"/apis/networking.istio.io/v1alpha3/namespaces/istio-system/envoyfilters",
+		"/apis/networking.istio.io/v1alpha3/namespaces/ns-001/envoyfilters",
+		"/apis/security.istio.io/v1/namespaces/istio-system/peerauthentications",
+		"/apis/security.istio.io/v1/namespaces/ns-000/peerauthentications",
+		"/apis/security.istio.io/v1/namespaces/ns-001/peerauthentications",
+		"/api/v1/namespaces/istio-system/configmaps/istio",
+	}
+	if strings.Join(paths, "\n") != strings.Join(want, "\n") {
+		t.Errorf("cluster reads:\n%s\nwant:\n%s", strings.Join(paths, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -1,0 +1,63 @@
+package ztunnelauthz_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/hack/meshgen/gen"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/ztunnelauthz"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/internal/explaintest"
+)
+
+// BenchmarkAuthzExplainWorkload is `authz pod/NAME` once the snapshot is loaded: the ztunnel
+// Authorizations of one ambient pod of the synthetic mesh of hack/meshgen (docs/performance.md),
+// at the scales MESH_EXPLAIN_BENCH_SCALE lists (1 is 10,000 Services), loaded from files as `-f`
+// does. Sub-benchmarks are named services=N; hack/meshgen report reads that name.
+func BenchmarkAuthzExplainWorkload(b *testing.B) {
+	scales, err := gen.BenchScales()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, scale := range scales {
+		cfg := gen.Config{Seed: 1, Sizes: gen.Scaled(scale)}
+		snap := snapshotAt(b, cfg)
+		qs := gen.QueriesFor(cfg)
+		q := ztunnelauthz.Query{Namespace: qs.AuthzNamespace, Workload: ztunnelauthz.WorkloadRef{Kind: "pod", Name: qs.AuthzPod}}
+		b.Run(fmt.Sprintf("services=%d", cfg.Sizes.Services), func(b *testing.B) {
+			res, err := ztunnelauthz.Explain(snap, q)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(res) != 1 {
+				b.Fatalf("want one result for pod %s/%s, got %d", q.Namespace, q.Workload.Name, len(res))
+			}
+			explaintest.RequireEveryFieldTraced(b, res[0])
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := ztunnelauthz.Explain(snap, q); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(res[0].Objects)), "objects/op")
+		})
+	}
+}
+
+// snapshots are the loaded meshes by scale, kept for the whole test binary so that -count
+// repeats the measurement, not the load.
+var snapshots = map[gen.Sizes]*model.Snapshot{}
+
+func snapshotAt(b *testing.B, cfg gen.Config) *model.Snapshot {
+	b.Helper()
+	if s, ok := snapshots[cfg.Sizes]; ok {
+		return s
+	}
+	s, _, err := gen.LoadSnapshot(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	snapshots[cfg.Sizes] = s
+	return s
+}
