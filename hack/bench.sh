@@ -15,6 +15,7 @@
 #   5. Istio's own cluster generation for the same proxy and mesh (conformance module).
 # With the slope on (the default) it does so at F/4, F/2 and F, growing the cluster in place.
 # The results go to DIR/report.md (default DIR: a new directory under /tmp) and stdout.
+# `make bench BENCH_FLAGS="--scale 0.1"` passes flags through make.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$(pwd)"
@@ -30,7 +31,9 @@ seed=1
 workers=8
 engine_timeout=20m
 
-usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
+# shellcheck disable=SC2086 # BENCH_FLAGS is a list of words
+set -- ${BENCH_FLAGS:-} "$@"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --scale) scale="$2"; shift 2 ;;
