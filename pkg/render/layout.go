@@ -99,7 +99,7 @@ func wrapLine(line string, w int) []string {
 	for len(rs) > 0 {
 		width, cut, space, punct := 0, len(rs), -1, -1
 		for i, r := range rs {
-			rw := lipgloss.Width(string(r))
+			rw := runeWidth(r)
 			if width+rw > w {
 				cut = i
 				break
@@ -141,4 +141,13 @@ func isBreakAfter(r rune) bool {
 		return true
 	}
 	return false
+}
+
+// runeWidth is the terminal width of one rune. Printable ASCII, nearly every rune of a table,
+// is one cell; only other runes pay for lipgloss's grapheme-aware measurement.
+func runeWidth(r rune) int {
+	if r >= 0x20 && r < 0x7f {
+		return 1
+	}
+	return lipgloss.Width(string(r))
 }
