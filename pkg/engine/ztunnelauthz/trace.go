@@ -50,57 +50,37 @@ type matchBuilder struct {
 }
 
 func (mb *matchBuilder) addString(field string, sm *StringMatch, org provenance.Origin) {
-	var n int
-	switch field {
-	case "namespaces":
-		mb.m.Namespaces = append(mb.m.Namespaces, sm)
-		n = len(mb.m.Namespaces)
-	case "notNamespaces":
-		mb.m.NotNamespaces = append(mb.m.NotNamespaces, sm)
-		n = len(mb.m.NotNamespaces)
-	case "principals":
-		mb.m.Principals = append(mb.m.Principals, sm)
-		n = len(mb.m.Principals)
-	case "notPrincipals":
-		mb.m.NotPrincipals = append(mb.m.NotPrincipals, sm)
-		n = len(mb.m.NotPrincipals)
-	default:
-		panic("ztunnelauthz: unknown string match field " + field)
+	lists := map[string]*[]*StringMatch{
+		"namespaces": &mb.m.Namespaces, "notNamespaces": &mb.m.NotNamespaces,
+		"principals": &mb.m.Principals, "notPrincipals": &mb.m.NotPrincipals,
 	}
-	mb.values = append(mb.values, valueTrace{field: fmt.Sprintf("%s[%d]", field, n-1), value: sm.String(), origin: org})
+	appendTraced(mb, field, lists[field], sm, sm.String(), org)
 }
 
 func (mb *matchBuilder) addServiceAccount(field string, sa *ServiceAccountMatch, org provenance.Origin) {
-	var n int
+	list := &mb.m.NotServiceAccounts
 	if field == "serviceAccounts" {
-		mb.m.ServiceAccounts = append(mb.m.ServiceAccounts, sa)
-		n = len(mb.m.ServiceAccounts)
-	} else {
-		mb.m.NotServiceAccounts = append(mb.m.NotServiceAccounts, sa)
-		n = len(mb.m.NotServiceAccounts)
+		list = &mb.m.ServiceAccounts
 	}
-	mb.values = append(mb.values, valueTrace{field: fmt.Sprintf("%s[%d]", field, n-1), value: sa.Namespace + "/" + sa.ServiceAccount, origin: org})
+	appendTraced(mb, field, list, sa, sa.Namespace+"/"+sa.ServiceAccount, org)
 }
 
 func (mb *matchBuilder) addAddress(field string, a *Address, org provenance.Origin) {
-	var n int
-	switch field {
-	case "sourceIps":
-		mb.m.SourceIps = append(mb.m.SourceIps, a)
-		n = len(mb.m.SourceIps)
-	case "notSourceIps":
-		mb.m.NotSourceIps = append(mb.m.NotSourceIps, a)
-		n = len(mb.m.NotSourceIps)
-	case "destinationIps":
-		mb.m.DestinationIps = append(mb.m.DestinationIps, a)
-		n = len(mb.m.DestinationIps)
-	case "notDestinationIps":
-		mb.m.NotDestinationIps = append(mb.m.NotDestinationIps, a)
-		n = len(mb.m.NotDestinationIps)
-	default:
-		panic("ztunnelauthz: unknown address field " + field)
+	lists := map[string]*[]*Address{
+		"sourceIps": &mb.m.SourceIps, "notSourceIps": &mb.m.NotSourceIps,
+		"destinationIps": &mb.m.DestinationIps, "notDestinationIps": &mb.m.NotDestinationIps,
 	}
-	mb.values = append(mb.values, valueTrace{field: fmt.Sprintf("%s[%d]", field, n-1), value: addressString(a), origin: org})
+	appendTraced(mb, field, lists[field], a, addressString(a), org)
+}
+
+// appendTraced appends v to the match list named field and records its origin at
+// `field[index]`. An unknown field name is a programming error.
+func appendTraced[T any](mb *matchBuilder, field string, list *[]T, v T, display string, org provenance.Origin) {
+	if list == nil {
+		panic("ztunnelauthz: unknown match field " + field)
+	}
+	*list = append(*list, v)
+	mb.values = append(mb.values, valueTrace{field: fmt.Sprintf("%s[%d]", field, len(*list)-1), value: display, origin: org})
 }
 
 func (mb *matchBuilder) addPort(field string, p uint32, org provenance.Origin) {
