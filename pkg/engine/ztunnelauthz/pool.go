@@ -91,11 +91,14 @@ func buildPool(snap *model.Snapshot, revision string) *pool {
 		p.pas = append(p.pas, pa)
 	}
 	// Parents: the oldest PeerAuthentication with an absent selector in the policy's namespace
-	// and in the root namespace (policies.go PeerAuthByNamespace + getOldestPeerAuthn).
+	// and in the root namespace (policies.go PeerAuthByNamespace + getOldestPeerAuthn), found
+	// once per namespace.
+	parents := parentsByNamespace(p.pas)
 	for _, pa := range p.pas {
 		c := &paConversion{obj: pa}
-		c.nsParent, c.nsTie = oldestNilSelector(p.pas, pa.Namespace)
-		c.rootParent, c.rootTie = oldestNilSelector(p.pas, p.root)
+		nsp, rootp := parents[pa.Namespace], parents[p.root]
+		c.nsParent, c.nsTie = nsp.oldest, nsp.ties
+		c.rootParent, c.rootTie = rootp.oldest, rootp.ties
 		c.auth, c.rec = convertPeerAuthentication(snap, p.root, pa, c.nsParent, c.rootParent)
 		p.paConv[pa] = c
 		if c.auth != nil {
@@ -110,17 +113,29 @@ func buildPool(snap *model.Snapshot, revision string) *pool {
 	return p
 }
 
-// oldestNilSelector returns the oldest PeerAuthentication of ns whose selector is absent, and
-// the others that share its creationTimestamp (istiod then keeps the first one it sees, an order
-// that cannot be known offline; the snapshot's name order is used as the guess).
-func oldestNilSelector(pas []*securityv1.PeerAuthentication, ns string) (*securityv1.PeerAuthentication, []*securityv1.PeerAuthentication) {
-	var cands []*securityv1.PeerAuthentication
+// nsParent is the parent PeerAuthentication of a namespace: the oldest one whose selector is
+// absent, and the others that share its creationTimestamp (istiod then keeps the first one it
+// sees, an order that cannot be known offline; the snapshot's name order is used as the guess).
+type nsParent struct {
+	oldest *securityv1.PeerAuthentication
+	ties   []*securityv1.PeerAuthentication
+}
+
+// parentsByNamespace returns the nsParent of every namespace that has a PeerAuthentication
+// without a selector; pas keeps its order within each namespace.
+func parentsByNamespace(pas []*securityv1.PeerAuthentication) map[string]nsParent {
+	cands := map[string][]*securityv1.PeerAuthentication{}
 	for _, pa := range pas {
-		if pa.Namespace == ns && pa.Spec.GetSelector() == nil {
-			cands = append(cands, pa)
+		if pa.Spec.GetSelector() == nil {
+			cands[pa.Namespace] = append(cands[pa.Namespace], pa)
 		}
 	}
-	return oldest(cands)
+	out := make(map[string]nsParent, len(cands))
+	for ns, cs := range cands {
+		win, ties := oldest(cs)
+		out[ns] = nsParent{oldest: win, ties: ties}
+	}
+	return out
 }
 
 // oldest is getOldestPeerAuthn (strictly earlier wins, so the first of equal timestamps wins),
