@@ -13,23 +13,105 @@ const columnGap = cellPadding + 1
 // column also keeps a fifth of the table width, so no column becomes a sliver.
 const minColumn = 12
 
+// cell is one table cell measured once: its width, and for wrapping, its lines as runes with
+// the width of each rune.
+type cell struct {
+	text  string
+	width int
+	// lines and widths are filled by split, on the first wrap that needs them.
+	lines  [][]rune
+	widths [][]int
+}
+
+func newCell(s string) *cell { return &cell{text: s, width: textWidth(s)} }
+
+// textWidth is lipgloss.Width (the widest line, escape codes not counted), without its ANSI
+// parse for text that is printable ASCII and newlines only.
+func textWidth(s string) int {
+	w, line := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\n':
+			w, line = max(w, line), 0
+		case c >= 0x20 && c < 0x7f:
+			line++
+		default:
+			return lipgloss.Width(s)
+		}
+	}
+	return max(w, line)
+}
+
+func (c *cell) split() {
+	if c.lines != nil {
+		return
+	}
+	for _, l := range strings.Split(c.text, "\n") {
+		rs := []rune(l)
+		ws := make([]int, len(rs))
+		for i, r := range rs {
+			ws[i] = runeWidth(r)
+		}
+		c.lines = append(c.lines, rs)
+		c.widths = append(c.widths, ws)
+	}
+}
+
+// lineCount is the number of lines of the cell wrapped to w columns.
+func (c *cell) lineCount(w int) int {
+	if c.width <= w {
+		return strings.Count(c.text, "\n") + 1
+	}
+	c.split()
+	n := 0
+	for i, rs := range c.lines {
+		n += wrapRunes(rs, c.widths[i], w, nil)
+	}
+	return max(n, 1)
+}
+
+// wrap is the cell wrapped to w columns: every line broken by wrapLine.
+func (c *cell) wrap(w int) string {
+	if c.width <= w {
+		return c.text
+	}
+	c.split()
+	var out []string
+	for i, rs := range c.lines {
+		wrapRunes(rs, c.widths[i], w, &out)
+	}
+	return strings.Join(out, "\n")
+}
+
+// measureCells measures every cell of rows once.
+func measureCells(rows [][]string) [][]*cell {
+	out := make([][]*cell, len(rows))
+	for i, row := range rows {
+		out[i] = make([]*cell, len(row))
+		for j, s := range row {
+			out[i][j] = newCell(s)
+		}
+	}
+	return out
+}
+
 // fitColumns returns the width of each column so the table fits in width. Columns keep their
 // natural width when everything fits; otherwise the column whose narrowing adds the fewest
 // wrapped lines is narrowed first, one cell at a time (ties: the widest column), so one long
 // cell (a cluster name in VALUE) does not force every column to wrap.
-func fitColumns(headers []string, rows [][]string, width int) []int {
+func fitColumns(headers []string, rows [][]*cell, width int) []int {
 	n := len(headers)
-	cols := make([][]string, n)
+	cols := make([][]*cell, n)
 	natural := make([]int, n)
 	floor := make([]int, n)
 	for i, h := range headers {
-		natural[i] = lipgloss.Width(h)
-		floor[i] = lipgloss.Width(h)
+		natural[i] = textWidth(h)
+		floor[i] = natural[i]
 	}
 	for _, row := range rows {
 		for i := 0; i < n && i < len(row); i++ {
 			cols[i] = append(cols[i], row[i])
-			natural[i] = max(natural[i], lipgloss.Width(row[i]))
+			natural[i] = max(natural[i], row[i].width)
 		}
 	}
 	widths := append([]int(nil), natural...)
@@ -49,8 +131,8 @@ func fitColumns(headers []string, rows [][]string, width int) []int {
 			return v
 		}
 		c := 0
-		for _, cell := range cols[col] {
-			c += strings.Count(wrapCell(cell, w), "\n") + 1
+		for _, cl := range cols[col] {
+			c += cl.lineCount(w)
 		}
 		memo[k] = c
 		return c
@@ -77,29 +159,22 @@ func fitColumns(headers []string, rows [][]string, width int) []int {
 
 // wrapCell wraps every line of s to at most w columns.
 func wrapCell(s string, w int) string {
-	if lipgloss.Width(s) <= w {
-		return s
-	}
-	var out []string
-	for _, line := range strings.Split(s, "\n") {
-		out = append(out, wrapLine(line, w)...)
-	}
-	return strings.Join(out, "\n")
+	return newCell(s).wrap(w)
 }
 
-// wrapLine breaks a line into pieces of at most w columns, preferring a space in the second
-// half of the line, then a break after a path separator (so `spec.trafficPolicy.` stays
-// together), and cutting a word only when neither is in reach.
-func wrapLine(line string, w int) []string {
+// wrapRunes breaks a line (its runes and their widths) into pieces of at most w columns,
+// preferring a space in the second half of the line, then a break after a path separator (so
+// `spec.trafficPolicy.` stays together), and cutting a word only when neither is in reach. It
+// returns the number of pieces, and appends them to out unless out is nil.
+func wrapRunes(rs []rune, ws []int, w int, out *[]string) int {
 	if w < 1 {
 		w = 1
 	}
-	var out []string
-	rs := []rune(line)
+	n := 0
 	for len(rs) > 0 {
 		width, cut, space, punct := 0, len(rs), -1, -1
 		for i, r := range rs {
-			rw := runeWidth(r)
+			rw := ws[i]
 			if width+rw > w {
 				cut = i
 				break
@@ -111,8 +186,11 @@ func wrapLine(line string, w int) []string {
 				space = i
 			}
 		}
+		n++
 		if cut == len(rs) {
-			out = append(out, string(rs))
+			if out != nil {
+				*out = append(*out, string(rs))
+			}
 			break
 		}
 		switch {
@@ -126,13 +204,19 @@ func wrapLine(line string, w int) []string {
 		if cut == 0 {
 			cut = 1
 		}
-		out = append(out, strings.TrimRight(string(rs[:cut]), " "))
-		rs = rs[cut:]
+		if out != nil {
+			end := cut
+			for end > 0 && rs[end-1] == ' ' {
+				end--
+			}
+			*out = append(*out, string(rs[:end]))
+		}
+		rs, ws = rs[cut:], ws[cut:]
 		for len(rs) > 0 && rs[0] == ' ' {
-			rs = rs[1:]
+			rs, ws = rs[1:], ws[1:]
 		}
 	}
-	return out
+	return n
 }
 
 func isBreakAfter(r rune) bool {

@@ -336,15 +336,17 @@ func (p *tablePrinter) diagnostics(th Theme, ds []explain.Diagnostic) string {
 // table renders a borderless table no wider than width: cells are wrapped to the widths
 // fitColumns picks, and trailing blanks are trimmed from every line.
 func (th Theme) table(headers []string, rows [][]string, width int, style func(row, col int) lipgloss.Style) string {
-	widths := fitColumns(headers, rows, width)
+	cells := measureCells(rows)
+	widths := fitColumns(headers, cells, width)
 	wrapped := make([][]string, len(rows))
-	for i, row := range rows {
+	for i, row := range cells {
 		wrapped[i] = make([]string, len(row))
-		for j, cell := range row {
+		for j, c := range row {
+			s := c.text
 			if j < len(widths) {
-				cell = wrapCell(cell, widths[j])
+				s = c.wrap(widths[j])
 			}
-			wrapped[i][j] = cell
+			wrapped[i][j] = s
 		}
 	}
 	out := table.New().

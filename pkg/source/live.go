@@ -250,28 +250,6 @@ func (l *loader) run(ctx context.Context, c *clients, t *readTask) {
 	}
 }
 
-// listAll reads every page of a list. When a continue token expires mid-way, the list is
-// restarted without paging, as client-go's pager does.
-func listAll(ctx context.Context, c *clients, ki *kindInfo, ns string) ([]object, error) {
-	opts := metav1.ListOptions{Limit: pageSize}
-	var out []object
-	for {
-		page, cont, err := ki.list(ctx, c, ns, opts)
-		if err != nil {
-			if apierrors.IsResourceExpired(err) && opts.Continue != "" {
-				opts, out = metav1.ListOptions{}, nil
-				continue
-			}
-			return nil, err
-		}
-		out = append(out, page...)
-		if cont == "" {
-			return out, nil
-		}
-		opts.Continue = cont
-	}
-}
-
 func (l *loader) addLiveObject(ki *kindInfo, o object) {
 	o.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{Group: ki.group, Version: ki.versions[0], Kind: ki.kind})
 	ns := o.GetNamespace()

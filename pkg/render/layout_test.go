@@ -1,0 +1,99 @@
+package render
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/charmbracelet/lipgloss"
+)
+
+// referenceWrapCell is the straightforward wrapping wrapRunes must match: every rune and every
+// cell measured with lipgloss on each call.
+func referenceWrapCell(s string, w int) string {
+	if lipgloss.Width(s) <= w {
+		return s
+	}
+	var out []string
+	for _, line := range strings.Split(s, "\n") {
+		if w < 1 {
+			w = 1
+		}
+		rs := []rune(line)
+		for len(rs) > 0 {
+			width, cut, space, punct := 0, len(rs), -1, -1
+			for i, r := range rs {
+				rw := lipgloss.Width(string(r))
+				if width+rw > w {
+					cut = i
+					break
+				}
+				width += rw
+				if isBreakAfter(r) {
+					punct = i + 1
+				} else if r == ' ' {
+					space = i
+				}
+			}
+			if cut == len(rs) {
+				out = append(out, string(rs))
+				break
+			}
+			switch {
+			case space > 0 && space*2 >= w:
+				cut = space
+			case punct > 0 && punct*3 >= w:
+				cut = punct
+			case space > 0 && space*3 >= w:
+				cut = space
+			}
+			if cut == 0 {
+				cut = 1
+			}
+			out = append(out, strings.TrimRight(string(rs[:cut]), " "))
+			rs = rs[cut:]
+			for len(rs) > 0 && rs[0] == ' ' {
+				rs = rs[1:]
+			}
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func randomCellText(r *rand.Rand) string {
+	alphabet := []string{"a", "b", "Z", "0", " ", " ", ".", "/", "|", ",", "]", ")", "=", "-", "\n", "↳", "·", "é", "日", "\t"}
+	n := r.IntN(90)
+	var b strings.Builder
+	for range n {
+		b.WriteString(alphabet[r.IntN(len(alphabet))])
+	}
+	return b.String()
+}
+
+func TestWrapMatchesReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 3000 {
+		s := randomCellText(r)
+		c := newCell(s)
+		if c.width != lipgloss.Width(s) {
+			t.Fatalf("width of %q: %d, lipgloss %d", s, c.width, lipgloss.Width(s))
+		}
+		for w := 0; w <= 40; w++ {
+			want := referenceWrapCell(s, w)
+			if got := c.wrap(w); got != want {
+				t.Fatalf("wrap(%q, %d):\n got %q\nwant %q", s, w, got, want)
+			}
+			if got, want := c.lineCount(w), strings.Count(want, "\n")+1; got != want {
+				t.Fatalf("lineCount(%q, %d) = %d, want %d", s, w, got, want)
+			}
+		}
+	}
+}
+
+func TestTextWidth(t *testing.T) {
+	for _, s := range []string{"", "abc", "ab\ncdef\n", "↳ note", "\x1b[1mbold\x1b[0m", "a\tb", "日本"} {
+		if got, want := textWidth(s), lipgloss.Width(s); got != want {
+			t.Errorf("textWidth(%q) = %d, want %d", s, got, want)
+		}
+	}
+}

@@ -1,0 +1,147 @@
+package source
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"istio.io/client-go/pkg/clientset/versioned/scheme"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+)
+
+// listAll reads every page of a list. When a continue token expires mid-way, the list is
+// restarted without paging, as client-go's pager does. Istio kinds are read as raw JSON and
+// each page is decoded while the next one is read.
+func listAll(ctx context.Context, c *clients, ki *kindInfo, ns string) ([]object, error) {
+	if ki.istio {
+		if rc := c.istioREST(ki); rc != nil {
+			return listRaw(ctx, rc, ki, ns)
+		}
+	}
+	opts := metav1.ListOptions{Limit: pageSize}
+	var out []object
+	for {
+		page, cont, err := ki.list(ctx, c, ns, opts)
+		if err != nil {
+			if apierrors.IsResourceExpired(err) && opts.Continue != "" {
+				opts, out = metav1.ListOptions{}, nil
+				continue
+			}
+			return nil, err
+		}
+		for _, o := range page {
+			o.SetManagedFields(nil)
+		}
+		out = append(out, page...)
+		if cont == "" {
+			return out, nil
+		}
+		opts.Continue = cont
+	}
+}
+
+// istioREST is the REST client of the Istio clientset that serves ki's group and version,
+// or nil (a fake clientset has none).
+func (c *clients) istioREST(ki *kindInfo) rest.Interface {
+	if c.istio == nil {
+		return nil
+	}
+	var rc rest.Interface
+	switch ki.apiVersion() {
+	case "networking.istio.io/v1":
+		rc = c.istio.NetworkingV1().RESTClient()
+	case "networking.istio.io/v1alpha3":
+		rc = c.istio.NetworkingV1alpha3().RESTClient()
+	case "security.istio.io/v1":
+		rc = c.istio.SecurityV1().RESTClient()
+	}
+	if r, ok := rc.(*rest.RESTClient); ok && r == nil {
+		return nil
+	}
+	return rc
+}
+
+// rawPage is one page of a list, read in one pass: each item's metadata decoded and its spec
+// read into S (the undecoded JSON, or a VirtualService's lightVirtualService).
+type rawPage[S any] struct {
+	Metadata struct {
+		Continue string `json:"continue,omitempty"`
+	} `json:"metadata"`
+	Items []liveEnvelope[S] `json:"items"`
+}
+
+// fetchPage issues the request the Istio clientset's List issues (same path, query and Accept
+// header) and reads the body into a rawPage.
+func fetchPage[S any](ctx context.Context, rc rest.Interface, ki *kindInfo, ns string, opts metav1.ListOptions) (*rawPage[S], error) {
+	res := rc.Get().
+		Namespace(ns).
+		Resource(ki.resource).
+		VersionedParams(&opts, scheme.ParameterCodec).
+		Do(ctx)
+	// Error, not Raw's error: it turns a failure's Status body into the API error (forbidden
+	// with the server's message, expired), as the clientset's Into does.
+	if err := res.Error(); err != nil {
+		return nil, err
+	}
+	body, _ := res.Raw()
+	p := &rawPage[S]{}
+	if err := json.Unmarshal(body, p); err != nil {
+		return nil, fmt.Errorf("decoding the list of %s: %w", ki.qualifiedResource(), err)
+	}
+	return p, nil
+}
+
+type pageResult[S any] struct {
+	page *rawPage[S]
+	err  error
+}
+
+// listRaw reads every page of an Istio kind, decoding each page while the next is in flight.
+func listRaw(ctx context.Context, rc rest.Interface, ki *kindInfo, ns string) ([]object, error) {
+	if ki.kind == KindVirtualService {
+		return listPages(ctx, rc, ki, ns, decodeVirtualService)
+	}
+	return listPages(ctx, rc, ki, ns, decodeEnvelope)
+}
+
+func listPages[S any](ctx context.Context, rc rest.Interface, ki *kindInfo, ns string, decode func(*kindInfo, *liveEnvelope[S]) (object, error)) ([]object, error) {
+	opts := metav1.ListOptions{Limit: pageSize}
+	var out []object
+	page, err := fetchPage[S](ctx, rc, ki, ns, opts)
+	for {
+		if err != nil {
+			if apierrors.IsResourceExpired(err) && opts.Continue != "" {
+				opts, out = metav1.ListOptions{}, nil
+				page, err = fetchPage[S](ctx, rc, ki, ns, opts)
+				continue
+			}
+			return nil, err
+		}
+		var next chan pageResult[S]
+		if cont := page.Metadata.Continue; cont != "" {
+			opts.Continue = cont
+			next = make(chan pageResult[S], 1)
+			go func(opts metav1.ListOptions) {
+				p, err := fetchPage[S](ctx, rc, ki, ns, opts)
+				next <- pageResult[S]{p, err}
+			}(opts)
+		}
+		for i := range page.Items {
+			o, err := decode(ki, &page.Items[i])
+			if err != nil {
+				if next != nil {
+					<-next
+				}
+				return nil, err
+			}
+			out = append(out, o)
+		}
+		if next == nil {
+			return out, nil
+		}
+		r := <-next
+		page, err = r.page, r.err
+	}
+}

@@ -1,0 +1,311 @@
+package source
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/proto"
+	networking "istio.io/api/networking/v1alpha3"
+	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	istioclient "istio.io/client-go/pkg/clientset/versioned"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
+)
+
+// richVirtualService has every field the light decoding keeps and many it skips.
+const richVirtualService = `{
+  "hosts": ["reviews", "reviews.other.svc.cluster.local"],
+  "gateways": ["mesh", "istio-system/gw"],
+  "exportTo": [".", "other"],
+  "http": [
+    {
+      "name": "canary",
+      "match": [{"headers": {"x-canary": {"exact": "1"}}, "sourceNamespace": "bookinfo"}, {"uri": {"prefix": "/"}}],
+      "route": [
+        {"destination": {"host": "reviews", "subset": "v2", "port": {"number": 9080}}, "weight": 90, "headers": {"request": {"set": {"a": "b"}}}},
+        {"destination": {"host": "ratings.bookinfo.svc.cluster.local"}, "weight": 10}
+      ],
+      "mirror": {"host": "mirror", "port": {"number": 80}},
+      "mirrors": [{"destination": {"host": "m2", "subset": "s"}, "percentage": {"value": 5}}],
+      "retries": {"attempts": 3, "perTryTimeout": "2s", "retryOn": "5xx"},
+      "timeout": "3s",
+      "fault": {"delay": {"fixedDelay": "1s", "percentage": {"value": 1}}},
+      "corsPolicy": {"allowOrigins": [{"exact": "x"}]},
+      "rewrite": {"uri": "/v2"}
+    },
+    {"delegate": {"name": "child", "namespace": "other"}},
+    {"route": [{"destination": {"host": "plain"}}]}
+  ],
+  "tcp": [{"match": [{"port": 5432}], "route": [{"destination": {"host": "db", "port": {"number": 5432}}, "weight": 100}]}],
+  "tls": [{"match": [{"sniHosts": ["a.example.com"], "port": 443}], "route": [{"destination": {"host": "a.example.com", "subset": "x"}}]}]
+}`
+
+// projectVirtualService keeps the fields the light decoding reads of a fully decoded spec.
+func projectVirtualService(full *networking.VirtualService) *networking.VirtualService {
+	dest := func(d *networking.Destination) *networking.Destination {
+		if d == nil {
+			return nil
+		}
+		out := &networking.Destination{Host: d.Host, Subset: d.Subset}
+		if d.Port != nil {
+			out.Port = &networking.PortSelector{Number: d.Port.Number}
+		}
+		return out
+	}
+	out := &networking.VirtualService{Hosts: full.Hosts, Gateways: full.Gateways, ExportTo: full.ExportTo}
+	for _, h := range full.Http {
+		r := &networking.HTTPRoute{Mirror: dest(h.Mirror)}
+		for _, m := range h.Match {
+			r.Match = append(r.Match, &networking.HTTPMatchRequest{SourceNamespace: m.SourceNamespace})
+		}
+		for _, d := range h.Route {
+			r.Route = append(r.Route, &networking.HTTPRouteDestination{Destination: dest(d.Destination)})
+		}
+		for _, m := range h.Mirrors {
+			r.Mirrors = append(r.Mirrors, &networking.HTTPMirrorPolicy{Destination: dest(m.Destination)})
+		}
+		if h.Delegate != nil {
+			r.Delegate = &networking.Delegate{Name: h.Delegate.Name, Namespace: h.Delegate.Namespace}
+		}
+		out.Http = append(out.Http, r)
+	}
+	for _, t := range full.Tcp {
+		r := &networking.TCPRoute{}
+		for _, d := range t.Route {
+			r.Route = append(r.Route, &networking.RouteDestination{Destination: dest(d.Destination)})
+		}
+		out.Tcp = append(out.Tcp, r)
+	}
+	for _, t := range full.Tls {
+		r := &networking.TLSRoute{}
+		for _, d := range t.Route {
+			r.Route = append(r.Route, &networking.RouteDestination{Destination: dest(d.Destination)})
+		}
+		out.Tls = append(out.Tls, r)
+	}
+	return out
+}
+
+func TestDecodeVirtualServiceSpecKeepsWhatTheEngineReads(t *testing.T) {
+	for name, js := range map[string]string{
+		"rich":     richVirtualService,
+		"empty":    `{}`,
+		"delegate": `{"http": [{"route": [{"destination": {"host": "a"}}]}]}`,
+		"nulls":    `{"hosts": null, "http": [{"mirror": null, "delegate": null, "route": [{"destination": null}]}]}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			full := &networking.VirtualService{}
+			if err := full.UnmarshalJSON([]byte(js)); err != nil {
+				t.Fatal(err)
+			}
+			got := &networking.VirtualService{}
+			if err := decodeVirtualServiceSpec([]byte(js), got); err != nil {
+				t.Fatal(err)
+			}
+			if want := projectVirtualService(full); !proto.Equal(got, want) {
+				t.Errorf("light decoding:\n got %v\nwant %v", got, want)
+			}
+		})
+	}
+}
+
+func listedObject(apiVersion, kind, ns, name, spec string) string {
+	return fmt.Sprintf(`{"apiVersion":%q,"kind":%q,"metadata":{"name":%q,"namespace":%q,"resourceVersion":"7","uid":"u-1",`+
+		`"creationTimestamp":"2024-01-02T03:04:05Z","labels":{"app":"x"},"generation":2,`+
+		`"managedFields":[{"manager":"kubectl","operation":"Update","apiVersion":%q,"fieldsType":"FieldsV1","fieldsV1":{"f:spec":{".":{}}}}]},`+
+		`"spec":%s,"status":{"conditions":[{"type":"Reconciled"}]}}`, apiVersion, kind, name, ns, apiVersion, spec)
+}
+
+func TestDecodeLiveMatchesTheFileDecoder(t *testing.T) {
+	specs := map[string]string{
+		KindServiceEntry:        `{"hosts":["a.example.com"],"ports":[{"number":443,"name":"https","protocol":"TLS"}],"resolution":"DNS","location":"MESH_EXTERNAL"}`,
+		KindWorkloadEntry:       `{"address":"10.0.0.9","labels":{"app":"vm"},"ports":{"http":8080}}`,
+		KindDestinationRule:     `{"host":"reviews","trafficPolicy":{"connectionPool":{"tcp":{"connectTimeout":"3s","maxConnections":10}},"tls":{"mode":"ISTIO_MUTUAL"}},"subsets":[{"name":"v1","labels":{"version":"v1"}}],"exportTo":["."]}`,
+		KindSidecar:             `{"egress":[{"hosts":["./*","istio-system/*"]}],"outboundTrafficPolicy":{"mode":"REGISTRY_ONLY"}}`,
+		KindEnvoyFilter:         `{"workloadSelector":{"labels":{"app":"x"}},"configPatches":[{"applyTo":"CLUSTER","match":{"context":"SIDECAR_OUTBOUND"},"patch":{"operation":"MERGE","value":{"connect_timeout":"1s"}}}]}`,
+		KindPeerAuthentication:  `{"selector":{"matchLabels":{"app":"x"}},"mtls":{"mode":"STRICT"},"portLevelMtls":{"8080":{"mode":"PERMISSIVE"}}}`,
+		KindAuthorizationPolicy: `{"action":"DENY","rules":[{"from":[{"source":{"principals":["cluster.local/ns/a/sa/b"]}}],"to":[{"operation":{"methods":["GET"],"paths":["/x*"]}}],"when":[{"key":"request.headers[x]","values":["1"]}]}]}`,
+	}
+	for kind, spec := range specs {
+		t.Run(kind, func(t *testing.T) {
+			ki := kindByName(kind)
+			js := listedObject(ki.apiVersion(), kind, "bookinfo", "x", spec)
+			got, err := decodeLive(ki, []byte(js))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, problems := ki.decode([]byte(strings.Replace(js, `,"status":{"conditions":[{"type":"Reconciled"}]}`, "", 1)))
+			if len(problems) > 0 {
+				t.Fatal(problems)
+			}
+			if len(got.GetManagedFields()) != 0 {
+				t.Error("managedFields kept")
+			}
+			want.SetManagedFields(nil)
+			wantJS, err := json.Marshal(want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gotJS, err := json.Marshal(got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(gotJS) != string(wantJS) {
+				t.Errorf("decodeLive:\n got %s\nwant %s", gotJS, wantJS)
+			}
+		})
+	}
+}
+
+func TestDecodeLiveVirtualService(t *testing.T) {
+	ki := kindByName(KindVirtualService)
+	got, err := decodeLive(ki, []byte(listedObject("networking.istio.io/v1", KindVirtualService, "bookinfo", "r", richVirtualService)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs := got.(*networkingv1.VirtualService)
+	if vs.Name != "r" || vs.Namespace != "bookinfo" || vs.ResourceVersion != "7" || vs.CreationTimestamp.IsZero() || vs.ManagedFields != nil {
+		t.Errorf("metadata = %+v", vs.ObjectMeta)
+	}
+	if len(vs.Spec.Http) != 3 || vs.Spec.Http[1].Delegate.GetName() != "child" || vs.Spec.Http[0].Retries != nil {
+		t.Errorf("spec = %v", &vs.Spec)
+	}
+}
+
+func TestDecodeLiveRejectsABadSpec(t *testing.T) {
+	ki := kindByName(KindDestinationRule)
+	_, err := decodeLive(ki, []byte(listedObject(ki.apiVersion(), KindDestinationRule, "bookinfo", "x", `{"trafficPolicy":{"connectionPool":{"tcp":{"connectTimeout":"soon"}}}}`)))
+	if err == nil || !strings.Contains(err.Error(), "DestinationRule bookinfo/x") {
+		t.Errorf("err = %v, want a decode error naming the object", err)
+	}
+}
+
+// fakeIstioServer serves DestinationRule lists of n objects per namespace in pages, as the API
+// server does, and records the requests.
+type fakeIstioServer struct {
+	mu       sync.Mutex
+	requests []string
+	// status, when set, is the answer to every request.
+	status int
+	n      int
+	// expire makes the first request with this continue token fail with 410 Gone.
+	expire string
+}
+
+func (s *fakeIstioServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.requests = append(s.requests, r.Method+" "+r.URL.RequestURI()+" "+r.Header.Get("Accept"))
+	expire := s.expire != "" && r.URL.Query().Get("continue") == s.expire
+	if expire {
+		s.expire = ""
+	}
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	status := func(code int, reason, msg string) {
+		w.WriteHeader(code)
+		fmt.Fprintf(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":%q,"reason":%q,"code":%d}`, msg, reason, code)
+	}
+	switch {
+	case s.status == http.StatusForbidden:
+		status(s.status, "Forbidden", `destinationrules.networking.istio.io is forbidden: User "alice" cannot list resource "destinationrules" in API group "networking.istio.io" in the namespace "bookinfo"`)
+		return
+	case s.status == http.StatusNotFound:
+		status(s.status, "NotFound", "the server could not find the requested resource")
+		return
+	case expire:
+		status(http.StatusGone, "Expired", "The provided continue parameter is too old")
+		return
+	}
+	ns := strings.Split(r.URL.Path, "/")[5]
+	limit, start := 0, 0
+	fmt.Sscan(r.URL.Query().Get("limit"), &limit)
+	fmt.Sscan(r.URL.Query().Get("continue"), &start)
+	if limit == 0 {
+		limit = s.n
+	}
+	end := min(start+limit, s.n)
+	var items []string
+	for i := start; i < end; i++ {
+		items = append(items, listedObject("networking.istio.io/v1", KindDestinationRule, ns, fmt.Sprintf("dr-%04d", i), `{"host":"h"}`))
+	}
+	cont := ""
+	if end < s.n {
+		cont = fmt.Sprint(end)
+	}
+	fmt.Fprintf(w, `{"apiVersion":"networking.istio.io/v1","items":[%s],"kind":"DestinationRuleList","metadata":{"continue":%q,"resourceVersion":"9"}}`,
+		strings.Join(items, ","), cont)
+}
+
+func rawClients(t *testing.T, s *fakeIstioServer) *clients {
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	istio, err := istioclient.NewForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &clients{kube: fake.NewClientset(), istio: istio, host: "127.0.0.1:6443", user: "kubeconfig-user"}
+}
+
+func TestListRawReadsEveryPage(t *testing.T) {
+	s := &fakeIstioServer{n: 1203}
+	snap, err := load(t.Context(), Spec{Reads: []Read{{Kind: KindDestinationRule, Namespaces: []string{"bookinfo"}}}}, rawClients(t, s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.DestinationRules) != 1203 {
+		t.Fatalf("%d DestinationRules, want 1203", len(snap.DestinationRules))
+	}
+	dr := snap.DestinationRules[1202]
+	if dr.Name != "dr-1202" || dr.Spec.GetHost() != "h" || dr.Kind != KindDestinationRule || dr.ManagedFields != nil {
+		t.Errorf("last DestinationRule = %+v", dr)
+	}
+	// The requests are the Istio clientset's: same path, query and Accept header.
+	want := []string{
+		"GET /apis/networking.istio.io/v1/namespaces/bookinfo/destinationrules?limit=500 application/json, */*",
+		"GET /apis/networking.istio.io/v1/namespaces/bookinfo/destinationrules?continue=500&limit=500 application/json, */*",
+		"GET /apis/networking.istio.io/v1/namespaces/bookinfo/destinationrules?continue=1000&limit=500 application/json, */*",
+	}
+	if diff := cmp.Diff(want, s.requests); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+}
+
+func TestListRawRestartsAnExpiredList(t *testing.T) {
+	s := &fakeIstioServer{n: 700, expire: "500"}
+	snap, err := load(t.Context(), Spec{Reads: []Read{{Kind: KindDestinationRule, Namespaces: []string{"bookinfo"}}}}, rawClients(t, s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.DestinationRules) != 700 {
+		t.Fatalf("%d DestinationRules, want 700", len(snap.DestinationRules))
+	}
+	if got := s.requests[len(s.requests)-1]; got != "GET /apis/networking.istio.io/v1/namespaces/bookinfo/destinationrules application/json, */*" {
+		t.Errorf("last request %q, want the list without paging", got)
+	}
+}
+
+func TestListRawDegrades(t *testing.T) {
+	reads := []Read{{Kind: KindDestinationRule, Namespaces: []string{"bookinfo"}}, {Kind: KindService, Namespaces: []string{"bookinfo"}}}
+	t.Run("forbidden", func(t *testing.T) {
+		snap, err := load(t.Context(), Spec{Reads: reads}, rawClients(t, &fakeIstioServer{status: http.StatusForbidden}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "forbidden: alice cannot list destinationrules.networking.istio.io in namespace bookinfo"
+		if got := snap.Incomplete[KindDestinationRule]; got != want {
+			t.Errorf("incomplete = %q, want %q", got, want)
+		}
+	})
+	t.Run("missing CRD", func(t *testing.T) {
+		_, err := load(t.Context(), Spec{Reads: reads}, rawClients(t, &fakeIstioServer{status: http.StatusNotFound}))
+		if err == nil || !strings.Contains(err.Error(), "the Istio CRDs are not installed") {
+			t.Errorf("err = %v, want the missing-CRD error", err)
+		}
+	})
+}
