@@ -19,7 +19,9 @@ type LoadFunc func(context.Context, source.Spec) (*model.Snapshot, error)
 // sourceSpec returns the source.Spec of the shared flags, without Reads. In files-only mode
 // it carries no Getter, so nothing can reach a cluster or read a kubeconfig. File objects are
 // filtered by the Reads the command plans (FilterFiles), in files-only and overlay mode alike,
-// so that the same command line gives the same answer from files as from a cluster.
+// so that the same command line gives the same answer from files as from a cluster. Every load
+// of the command shares one file cache: the files are read and parsed once, however many times
+// the plan is corrected, and the Nodes read from the same files.
 func (o *CommonOptions) sourceSpec(namespace string) source.Spec {
 	s := source.Spec{
 		Files:            o.Filenames,
@@ -31,6 +33,9 @@ func (o *CommonOptions) sourceSpec(namespace string) source.Spec {
 		MeshConfigFile:   o.MeshConfigFile,
 		DefaultNamespace: namespace,
 		FilterFiles:      true,
+	}
+	if len(o.Filenames) > 0 {
+		s.Cache = source.NewFileCache()
 	}
 	if !o.FilesOnly() {
 		s.Getter = o.ConfigFlags

@@ -1,7 +1,6 @@
 package source
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -17,7 +16,6 @@ import (
 	"gopkg.in/yaml.v3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
@@ -32,31 +30,54 @@ var fileExtensions = []string{".json", ".yaml", ".yml"}
 // readFiles loads every -f argument in order, as kubectl's resource builder visits them: a file
 // named explicitly is read whatever its extension; a directory contributes its .json, .yaml and
 // .yml files in lexical order, its subdirectories only with -R. Later objects replace earlier
-// ones with the same kind, namespace and name.
+// ones with the same kind, namespace and name. The files are read and parsed concurrently, then
+// loaded in that order.
 func (l *loader) readFiles() error {
+	cache := l.spec.Cache
+	if cache == nil {
+		cache = NewFileCache()
+	}
+	ins := l.listInputs(cache)
+	l.prepare(ins)
+	for _, in := range ins {
+		if in.err != nil {
+			return in.err
+		}
+		if in.f.err != nil {
+			return fmt.Errorf("reading %s: %w", in.f.path, in.f.err)
+		}
+		l.loadInput(in)
+	}
+	return nil
+}
+
+// listInputs lists the files of the -f arguments in order. A failure (a path that does not
+// exist, an unreadable directory) ends the list with an input that holds it, so that it is
+// reported after the failures of the files before it, as when reading them in turn.
+func (l *loader) listInputs(cache *FileCache) []*input {
+	var ins []*input
+	stop := func(err error) []*input { return append(ins, &input{err: err}) }
 	for _, f := range l.spec.Files {
 		if f == "-" {
 			if l.spec.Stdin == nil {
-				return errors.New("-f - reads standard input, but none is available")
+				return stop(errors.New("-f - reads standard input, but none is available"))
 			}
 			data, err := io.ReadAll(l.spec.Stdin)
 			if err != nil {
-				return fmt.Errorf("reading standard input: %w", err)
+				return stop(fmt.Errorf("reading standard input: %w", err))
 			}
-			l.loadBytes(stdinName, data)
+			ins = append(ins, &input{name: stdinName, f: givenFile(stdinName, data)})
 			continue
 		}
 		info, err := os.Stat(f)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("the path %q does not exist", f)
+				return stop(fmt.Errorf("the path %q does not exist", f))
 			}
-			return fmt.Errorf("reading %s: %w", f, err)
+			return stop(fmt.Errorf("reading %s: %w", f, err))
 		}
 		if !info.IsDir() {
-			if err := l.loadFile(f); err != nil {
-				return err
-			}
+			ins = append(ins, &input{name: l.displayPath(f), f: cache.file(f)})
 			continue
 		}
 		err = filepath.WalkDir(f, func(p string, d fs.DirEntry, err error) error {
@@ -72,13 +93,14 @@ func (l *loader) readFiles() error {
 			if !wantedFile(d.Name()) {
 				return nil
 			}
-			return l.loadFile(p)
+			ins = append(ins, &input{name: l.displayPath(p), f: cache.file(p)})
+			return nil
 		})
 		if err != nil {
-			return err
+			return stop(err)
 		}
 	}
-	return nil
+	return ins
 }
 
 // wantedFile says whether a file found in a directory is loaded: YAML or JSON, but not the
@@ -96,24 +118,21 @@ func wantedFile(name string) bool {
 	return false
 }
 
-func (l *loader) loadFile(p string) error {
-	data, err := os.ReadFile(p)
-	if err != nil {
-		return fmt.Errorf("reading %s: %w", p, err)
-	}
-	l.loadBytes(l.displayPath(p), data)
-	return nil
+// loadBytes loads the bytes of one file.
+func (l *loader) loadBytes(file string, data []byte) {
+	in := &input{name: file, f: givenFile(file, data)}
+	l.prepareOne(in)
+	l.loadInput(in)
 }
 
-// loadBytes loads one file: a JSON stream when it starts with `{`, YAML documents otherwise
-// (k8s.io/apimachinery's YAMLOrJSONDecoder makes the same choice).
-func (l *loader) loadBytes(file string, data []byte) {
-	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
-	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) > 0 && t[0] == '{' {
-		l.loadJSON(file, data)
+// loadInput loads one prepared file: a JSON stream when it starts with `{`, YAML documents
+// otherwise (k8s.io/apimachinery's YAMLOrJSONDecoder makes the same choice).
+func (l *loader) loadInput(in *input) {
+	if in.f.isJSON {
+		l.loadJSON(in.name, in.f.data)
 		return
 	}
-	l.loadYAML(file, data)
+	l.loadYAML(in)
 }
 
 func (l *loader) loadJSON(file string, data []byte) {
@@ -137,16 +156,14 @@ func (l *loader) loadJSON(file string, data []byte) {
 			})
 			return
 		}
+		if scanDocuments && l.skipsJSON(raw) {
+			continue
+		}
 		end := dec.InputOffset()
 		line, col := lineCol(data, end-int64(len(raw)))
-		var node yaml.Node
-		var root *yaml.Node
-		if yaml.Unmarshal(raw, &node) == nil {
-			root = resolve(&node)
-			shiftNodes(root, line, col)
-		}
 		pos := provenance.Position{File: file, Line: line, Col: col}
-		l.loadDocument(document{file: file, node: root, pos: pos}, raw, nil)
+		tree := &lazyTree{text: raw, line: line, col: col}
+		l.loadDocument(document{file: file, tree: tree, pos: pos}, raw, nil)
 	}
 }
 
@@ -171,55 +188,58 @@ type yamlChunk struct {
 }
 
 // splitYAML splits a YAML stream on `---` lines, like k8s.io/apimachinery's YAMLReader: a line
-// starting with `---` followed by nothing but spaces or a comment separates documents.
+// starting with `---` followed by nothing but spaces or a comment separates documents. The
+// chunks' texts are slices of data.
 func splitYAML(data []byte) []yamlChunk {
 	var out []yamlChunk
 	cur := yamlChunk{startLine: 1}
-	r := bufio.NewReader(bytes.NewReader(data))
+	start := 0
 	lineNo := 0
-	for {
-		line, err := r.ReadBytes('\n')
-		if len(line) > 0 {
-			lineNo++
-			if bytes.HasPrefix(line, []byte("---")) {
-				rest := strings.TrimSpace(string(line[3:]))
-				out = append(out, cur)
-				cur = yamlChunk{startLine: lineNo + 1}
-				if rest != "" && rest[0] != '#' {
-					cur.badSeparator, cur.sepLine = rest, lineNo
-				}
-			} else {
-				cur.text = append(cur.text, line...)
+	for off := 0; off < len(data); {
+		end := len(data)
+		if i := bytes.IndexByte(data[off:], '\n'); i >= 0 {
+			end = off + i + 1
+		}
+		line := data[off:end]
+		lineNo++
+		if bytes.HasPrefix(line, []byte("---")) {
+			rest := strings.TrimSpace(string(line[3:]))
+			cur.text = data[start:off:off]
+			out = append(out, cur)
+			cur = yamlChunk{startLine: lineNo + 1}
+			if rest != "" && rest[0] != '#' {
+				cur.badSeparator, cur.sepLine = rest, lineNo
 			}
+			start = end
 		}
-		if err != nil {
-			break
-		}
+		off = end
 	}
+	cur.text = data[start:len(data):len(data)]
 	return append(out, cur)
 }
 
 var yamlLineRE = regexp.MustCompile(`^(?:yaml: )?line (\d+): `)
 
-func (l *loader) loadYAML(file string, data []byte) {
-	for _, ch := range splitYAML(data) {
-		if ch.badSeparator != "" {
+func (l *loader) loadYAML(in *input) {
+	file := in.name
+	for i, d := range in.f.docs {
+		if d.badSeparator != "" {
 			l.issue(model.LoadIssue{
-				Severity: "error", Position: &provenance.Position{File: file, Line: ch.sepLine},
-				Message: fmt.Sprintf("invalid YAML document separator: %s (only a comment may follow ---)", ch.badSeparator),
+				Severity: "error", Position: &provenance.Position{File: file, Line: d.sepLine},
+				Message: fmt.Sprintf("invalid YAML document separator: %s (only a comment may follow ---)", d.badSeparator),
 			})
 			continue
 		}
-		if len(bytes.TrimSpace(ch.text)) == 0 {
+		if d.tree == nil || in.skip[i] {
 			continue
 		}
-		js, err := sigsyaml.YAMLToJSONStrict(ch.text)
+		js, err := d.json()
 		if err != nil {
 			msg := strings.TrimSpace(strings.TrimPrefix(trimYAMLError(err), "unmarshal errors:"))
-			line := ch.startLine
+			line := d.startLine
 			if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
 				n, _ := strconv.Atoi(m[1])
-				line = ch.startLine + n - 1
+				line = d.startLine + n - 1
 				msg = msg[len(m[0]):]
 			}
 			msg = strings.ReplaceAll(msg, "\n", " ")
@@ -230,33 +250,44 @@ func (l *loader) loadYAML(file string, data []byte) {
 			continue
 		}
 		// Values come from sigs.k8s.io/yaml (YAML 1.1, what kubectl sends to the API server);
-		// positions from yaml.v3 nodes. When yaml.v3 cannot parse a document that YAML 1.1
-		// accepts, the object still loads, with its document position only.
-		var node yaml.Node
-		var root *yaml.Node
-		if yaml.Unmarshal(ch.text, &node) == nil {
-			root = resolve(&node)
-			shiftNodes(root, ch.startLine, 1)
+		// positions from yaml.v3 nodes, parsed when a position inside the object is asked for.
+		// The object's own position is that of its root mapping, which the scan found when it
+		// opens the document; otherwise the nodes are parsed now. When yaml.v3 cannot parse a
+		// document that YAML 1.1 accepts, the object still loads, with its document position
+		// only.
+		pos := provenance.Position{File: file, Line: d.startLine, Col: 1}
+		if !d.scanOK || d.sc.line != 1 {
+			if root := d.tree.root(); root != nil {
+				pos = *nodePos(file, root)
+			}
 		}
-		pos := provenance.Position{File: file, Line: ch.startLine, Col: 1}
-		if root != nil {
-			pos = *nodePos(file, root)
-		}
-		l.loadDocument(document{file: file, node: root, pos: pos}, js, nil)
+		l.loadDocument(document{file: file, tree: d.tree, pos: pos, pre: in.pre[i]}, js, nil)
 	}
 }
 
 // document is one object's place in a file.
 type document struct {
 	file string
-	// node is the object's YAML node; nil when it could not be parsed for positions.
+	// node is the object's YAML node (an item of a List); otherwise tree holds the document's
+	// nodes. Both are nil, or tree's root is, when the object could not be parsed for positions.
 	node *yaml.Node
+	tree *lazyTree
 	pos  provenance.Position
+	// pre is the object already decoded from the document, if it was.
+	pre *decoded
+}
+
+// root returns the object's YAML node, nil when there is none.
+func (d document) root() *yaml.Node {
+	if d.node != nil {
+		return d.node
+	}
+	return d.tree.root()
 }
 
 func (d document) at(path string) *provenance.Position {
-	if d.node != nil {
-		if p := locate(d.file, d.node, path); p != nil {
+	if n := d.root(); n != nil {
+		if p := locate(d.file, n, path); p != nil {
 			return p
 		}
 	}
@@ -317,8 +348,8 @@ func (l *loader) loadDocument(d document, js []byte, inherit *header) {
 
 	if h.Items != nil && (h.Kind == "List" || strings.HasSuffix(h.Kind, "List")) {
 		var items *yaml.Node
-		if d.node != nil {
-			_, items = mappingField(d.node, "items")
+		if n := d.root(); n != nil {
+			_, items = mappingField(n, "items")
 			items = resolve(items)
 		}
 		var elem *header
@@ -378,7 +409,13 @@ func (l *loader) loadDocument(d document, js []byte, inherit *header) {
 		return
 	}
 	ref := provenance.Ref{Kind: ki.kind, Namespace: ns, Name: h.Metadata.Name}
-	o, problems := ki.decode(js)
+	var o object
+	var problems []fieldError
+	if d.pre != nil && d.pre.ki == ki {
+		o, problems = d.pre.o, d.pre.problems
+	} else {
+		o, problems = ki.decode(js)
+	}
 	if len(problems) > 0 {
 		l.fieldIssues(d, ref, problems)
 		return
@@ -427,8 +464,8 @@ func (l *loader) addFileObject(d document, key model.ObjectKey, o object) {
 	l.fromFile[key] = true
 	l.objs[key] = o
 	l.sources[key] = model.Source{Position: &pos, Overlay: l.spec.Overlay}
-	if d.node != nil {
-		l.loc.objs[key] = located{file: d.file, node: d.node}
+	if d.node != nil || d.tree != nil {
+		l.loc.objs[key] = located{file: d.file, node: d.node, tree: d.tree}
 	} else {
 		delete(l.loc.objs, key)
 	}

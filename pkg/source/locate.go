@@ -15,10 +15,12 @@ type locator struct {
 	objs map[model.ObjectKey]located
 }
 
-// located is one object's YAML node and the file it was read from.
+// located is one object's YAML node, or the tree of its document, and the file it was read
+// from.
 type located struct {
 	file string
 	node *yaml.Node
+	tree *lazyTree
 }
 
 var _ model.FieldLocator = (*locator)(nil)
@@ -33,7 +35,11 @@ func (l *locator) FieldPosition(key model.ObjectKey, path string) *provenance.Po
 	if !ok {
 		return nil
 	}
-	return locate(o.file, o.node, path)
+	n := o.node
+	if n == nil {
+		n = o.tree.root()
+	}
+	return locate(o.file, n, path)
 }
 
 // locate walks a CRD-style path from node and returns the position of the deepest node found:

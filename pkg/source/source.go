@@ -52,6 +52,10 @@ type Spec struct {
 	// the same answer from files as from a cluster holding the same objects. The mesh
 	// ConfigMap is always kept.
 	FilterFiles bool
+	// Cache, when set, keeps what is read of Files across the loads that share it, so that
+	// loading the same files again (a corrected plan, a second read phase) neither reads nor
+	// parses them again. Nil reads every file afresh.
+	Cache *FileCache
 }
 
 // Read is one kind to read from the cluster. Reads of the same kind are merged.

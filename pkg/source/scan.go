@@ -1,0 +1,538 @@
+package source
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// scanned is what scanHeader found in a YAML document without parsing it.
+type scanned struct {
+	// h holds apiVersion, kind, metadata.name and metadata.namespace as a full parse reads them
+	// (an absent or empty field is ""); Items is never set.
+	h header
+	// line is the 1-based line, within the document, of the first key of its root mapping: the
+	// position a full parse gives the object.
+	line int
+}
+
+// scanHeader reads the header of one YAML document (a chunk of splitYAML) line by line, without
+// parsing it, so that the documents a read plan discards are never parsed. It follows the block
+// style that kubectl, Helm and generators write: a root mapping at column 0, plain or simply
+// quoted scalars for the header fields, metadata as a block or a one-line flow mapping.
+// Everything else is only tokenized far enough to know where each line belongs: quoted scalars
+// and flow collections must close on their line, block scalars (`|`, `>`) are skipped by their
+// indentation.
+//
+// ok is false whenever the scan cannot be sure that a full parse reads the same header: a root
+// that is not a block mapping, a header key spelled in another case (encoding/json would still
+// match it), a repeated key at the root or in metadata, anchors, aliases, tags or a non-trivial
+// scalar in a header field, a multi-line quoted scalar or flow collection anywhere, tabs in
+// indentation, directives, `...`, complex keys. The caller then parses the document in full.
+// A document the scan accepts may still be malformed below the header; the scan does not find
+// that.
+func scanHeader(text []byte) (s scanned, ok bool) {
+	var (
+		lineNo int
+		// blockAt is the indentation a block scalar's lines must exceed; -1 outside one.
+		blockAt = -1
+		// top is the current root key; topInline says its value started on the key's line.
+		top       string
+		topInline bool
+		topKeys   = make(map[string]bool, 8)
+		// metaIndent is the indentation of metadata's keys once known; 0 before.
+		metaIndent int
+		meta       string
+		metaInline bool
+		metaKeys   map[string]bool
+	)
+	for len(text) > 0 {
+		var line []byte
+		if i := bytes.IndexByte(text, '\n'); i >= 0 {
+			line, text = text[:i], text[i+1:]
+		} else {
+			line, text = text, nil
+		}
+		lineNo++
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		ind := 0
+		for ind < len(line) && line[ind] == ' ' {
+			ind++
+		}
+		rest := line[ind:]
+		if blockAt >= 0 {
+			if len(bytes.TrimLeft(rest, " \t")) == 0 || ind > blockAt {
+				continue
+			}
+			blockAt = -1
+		}
+		if len(rest) == 0 {
+			continue
+		}
+		if rest[0] == '\t' {
+			if len(bytes.TrimLeft(rest, " \t")) == 0 {
+				continue
+			}
+			return s, false
+		}
+		if rest[0] == '#' {
+			continue
+		}
+
+		if ind == 0 {
+			if isSeqEntry(rest) {
+				// An item of the sequence that is the previous root key's value.
+				if top == "" || topInline || top == "metadata" {
+					return s, false
+				}
+				b, ok := lexLine(rest, 0, 0)
+				if !ok {
+					return s, false
+				}
+				blockAt = b
+				continue
+			}
+			if rest[0] == '%' || bytes.HasPrefix(rest, []byte("...")) {
+				return s, false
+			}
+			key, val, ok := simpleKey(rest)
+			if !ok || topKeys[key] || foldsToHeaderKey(key, "apiVersion", "kind", "metadata", "items") {
+				return s, false
+			}
+			if s.line == 0 {
+				s.line = lineNo
+			}
+			topKeys[key] = true
+			top, topInline = key, len(bytes.TrimSpace(stripComment(val))) > 0
+			switch key {
+			case "apiVersion", "kind":
+				v, ok := simpleScalar(val)
+				if !ok {
+					return s, false
+				}
+				if key == "kind" {
+					s.h.Kind = v
+				} else {
+					s.h.APIVersion = v
+				}
+			case "metadata":
+				metaIndent, meta, metaInline, metaKeys = 0, "", false, map[string]bool{}
+				if topInline {
+					if !scanFlowMetadata(val, &s.h) {
+						return s, false
+					}
+				}
+			default:
+				b, ok := lexLine(val, len(rest)-len(val), 0)
+				if !ok {
+					return s, false
+				}
+				if b >= 0 {
+					topInline = false
+					blockAt = b
+				}
+			}
+			continue
+		}
+
+		if s.line == 0 || topInline {
+			// A root that is not at column 0, or the continuation of a root key's scalar.
+			return s, false
+		}
+		if top != "metadata" {
+			b, ok := lexLine(rest, ind, ind)
+			if !ok {
+				return s, false
+			}
+			blockAt = b
+			continue
+		}
+		if metaIndent == 0 {
+			metaIndent = ind
+		}
+		switch {
+		case ind < metaIndent:
+			return s, false
+		case ind > metaIndent || isSeqEntry(rest):
+			if meta == "" || metaInline {
+				return s, false
+			}
+			b, ok := lexLine(rest, ind, ind)
+			if !ok {
+				return s, false
+			}
+			blockAt = b
+			continue
+		}
+		key, val, ok := simpleKey(rest)
+		if !ok || metaKeys[key] || foldsToHeaderKey(key, "name", "namespace") {
+			return s, false
+		}
+		metaKeys[key] = true
+		meta, metaInline = key, len(bytes.TrimSpace(stripComment(val))) > 0
+		switch key {
+		case "name", "namespace":
+			v, ok := simpleScalar(val)
+			if !ok {
+				return s, false
+			}
+			if key == "name" {
+				s.h.Metadata.Name = v
+			} else {
+				s.h.Metadata.Namespace = v
+			}
+		default:
+			b, ok := lexLine(val, ind+len(rest)-len(val), ind)
+			if !ok {
+				return s, false
+			}
+			if b >= 0 {
+				metaInline = false
+				blockAt = b
+			}
+		}
+	}
+	if s.line == 0 {
+		// Only comments: the document is empty, and a full parse ignores it as well.
+		return s, false
+	}
+	return s, true
+}
+
+// isSeqEntry reports whether a line's content starts a block sequence entry (`- ` or `-`).
+func isSeqEntry(rest []byte) bool {
+	return rest[0] == '-' && (len(rest) == 1 || rest[1] == ' ')
+}
+
+// foldsToHeaderKey reports whether key is one of names in another case: encoding/json matches
+// field names case-insensitively, so such a key would feed the header too.
+func foldsToHeaderKey(key string, names ...string) bool {
+	for _, n := range names {
+		if key != n && strings.EqualFold(key, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// simpleKey splits `key: value` where key is a plain scalar of letters, digits and `._/-`;
+// value is what follows the colon.
+func simpleKey(rest []byte) (string, []byte, bool) {
+	i := 0
+	for i < len(rest) && isSimpleChar(rest[i]) {
+		i++
+	}
+	if i == 0 || i == len(rest) || rest[i] != ':' || (i+1 < len(rest) && rest[i+1] != ' ') {
+		return "", nil, false
+	}
+	return string(rest[:i]), rest[i+1:], true
+}
+
+func isSimpleChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '/' || c == '-'
+}
+
+// yaml11Special are the plain scalars starting with a letter that YAML 1.1 (sigs.k8s.io/yaml,
+// what kubectl uses) does not read as strings: booleans and null.
+var yaml11Special = map[string]bool{
+	"y": true, "Y": true, "yes": true, "Yes": true, "YES": true,
+	"n": true, "N": true, "no": true, "No": true, "NO": true,
+	"true": true, "True": true, "TRUE": true, "false": true, "False": true, "FALSE": true,
+	"on": true, "On": true, "ON": true, "off": true, "Off": true, "OFF": true,
+	"null": true, "Null": true, "NULL": true,
+}
+
+// simpleScalar reads the value of a header field: a plain scalar that YAML 1.1 reads as a string
+// (starting with a letter, made of letters, digits and `._/-`), or a single- or double-quoted
+// scalar without escapes, optionally followed by a comment. An empty quoted scalar is "".
+func simpleScalar(val []byte) (string, bool) {
+	v := bytes.TrimLeft(val, " ")
+	if len(v) == 0 {
+		return "", false
+	}
+	var out []byte
+	switch q := v[0]; q {
+	case '"', '\'':
+		end := bytes.IndexByte(v[1:], q)
+		if end < 0 {
+			return "", false
+		}
+		out, v = v[1:1+end], v[2+end:]
+		for _, c := range out {
+			if !isSimpleChar(c) {
+				return "", false
+			}
+		}
+	default:
+		i := 0
+		for i < len(v) && isSimpleChar(v[i]) {
+			i++
+		}
+		out, v = v[:i], v[i:]
+		c := out
+		if len(c) == 0 || !(c[0] >= 'a' && c[0] <= 'z' || c[0] >= 'A' && c[0] <= 'Z') || yaml11Special[string(c)] {
+			return "", false
+		}
+	}
+	if len(v) > 0 && v[0] != ' ' {
+		return "", false
+	}
+	if t := bytes.TrimLeft(v, " "); len(t) > 0 && t[0] != '#' {
+		return "", false
+	}
+	return string(out), true
+}
+
+// stripComment drops a trailing comment from a value that lexLine accepts.
+func stripComment(val []byte) []byte {
+	if i := bytes.Index(val, []byte(" #")); i >= 0 {
+		return val[:i]
+	}
+	if bytes.HasPrefix(bytes.TrimLeft(val, " "), []byte("#")) {
+		return nil
+	}
+	return val
+}
+
+// scanFlowMetadata reads `{name: a, namespace: b}`: a one-line flow mapping of plain keys and
+// simple values (no quotes, no nesting), optionally followed by a comment.
+func scanFlowMetadata(val []byte, h *header) bool {
+	v := bytes.TrimSpace(val)
+	if i := bytes.Index(v, []byte(" #")); i >= 0 {
+		v = bytes.TrimSpace(v[:i])
+	}
+	if len(v) < 2 || v[0] != '{' || v[len(v)-1] != '}' {
+		return false
+	}
+	body := bytes.TrimSpace(v[1 : len(v)-1])
+	if len(body) == 0 {
+		return true
+	}
+	seen := map[string]bool{}
+	for _, e := range bytes.Split(body, []byte(",")) {
+		e = bytes.TrimSpace(e)
+		key, rest, ok := simpleKey(e)
+		if !ok || seen[key] || foldsToHeaderKey(key, "name", "namespace") {
+			return false
+		}
+		seen[key] = true
+		if bytes.ContainsAny(rest, "{}[]\"'#&*!|>") {
+			return false
+		}
+		if key != "name" && key != "namespace" {
+			if len(bytes.TrimSpace(rest)) == 0 {
+				return false
+			}
+			continue
+		}
+		s, ok := simpleScalar(rest)
+		if !ok {
+			return false
+		}
+		if key == "name" {
+			h.Metadata.Name = s
+		} else {
+			h.Metadata.Namespace = s
+		}
+	}
+	return true
+}
+
+// lexLine tokenizes one line of block YAML (or the rest of one, from column col) far enough to
+// know that nothing on it continues on the next line: quoted scalars close, flow collections
+// close. entry is the column of the collection entry the line belongs to. It returns the
+// indentation a following block scalar's lines exceed when the line ends with a block scalar
+// indicator (`|`, `>-`...), -1 otherwise; ok is false for a line it does not follow.
+func lexLine(s []byte, col, entry int) (blockAt int, ok bool) {
+	if !hasOpener(s) {
+		// Nothing on the line can open a quoted scalar, a flow collection or a block scalar.
+		// A plain scalar may go on over the next lines, but only over lines indented more
+		// than the collection that holds it, and so never over a root or metadata key.
+		return -1, true
+	}
+	flow := 0
+	tokStart := -1
+	for i := 0; i < len(s); {
+		c := s[i]
+		next := byte(' ')
+		if i+1 < len(s) {
+			next = s[i+1]
+		}
+		switch {
+		case c == ' ':
+			i++
+		case c == '\t':
+			i++
+		case c == '#':
+			if i > 0 && s[i-1] != ' ' && s[i-1] != '\t' {
+				return -1, false
+			}
+			if flow > 0 {
+				return -1, false
+			}
+			return -1, true
+		case c == '"':
+			tokStart = col + i
+			j := i + 1
+			for ; j < len(s); j++ {
+				if s[j] == '\\' {
+					j++
+					continue
+				}
+				if s[j] == '"' {
+					break
+				}
+			}
+			if j >= len(s) {
+				return -1, false
+			}
+			i = j + 1
+		case c == '\'':
+			tokStart = col + i
+			j := i + 1
+			for ; j < len(s); j++ {
+				if s[j] == '\'' {
+					if j+1 < len(s) && s[j+1] == '\'' {
+						j++
+						continue
+					}
+					break
+				}
+			}
+			if j >= len(s) {
+				return -1, false
+			}
+			i = j + 1
+		case c == '[' || c == '{':
+			flow++
+			i++
+		case c == ']' || c == '}':
+			if flow == 0 {
+				return -1, false
+			}
+			flow--
+			i++
+		case c == ',':
+			if flow == 0 {
+				return -1, false
+			}
+			i++
+		case c == '-' && next == ' ' && flow == 0:
+			entry = col + i
+			tokStart = -1
+			i++
+		case c == '?' && next == ' ':
+			return -1, false
+		case c == ':' && (next == ' ' || flow > 0 && strings.IndexByte(",[]{}", next) >= 0 || i+1 == len(s)):
+			if flow == 0 {
+				if tokStart < 0 {
+					return -1, false
+				}
+				entry = tokStart
+			}
+			tokStart = -1
+			i++
+		case (c == '|' || c == '>') && flow == 0:
+			j := i + 1
+			for j < len(s) && (s[j] == '+' || s[j] == '-') {
+				j++
+			}
+			if t := bytes.TrimLeft(s[j:], " \t"); len(t) > 0 && (t[0] != '#' || j == len(s) || (s[j] != ' ' && s[j] != '\t')) {
+				return -1, false
+			}
+			return entry, true
+		case c == '&' || c == '!' || c == '*':
+			j := i + 1
+			for j < len(s) && s[j] != ' ' && s[j] != '\t' && (flow == 0 || strings.IndexByte(",[]{}", s[j]) < 0) {
+				j++
+			}
+			i = j
+		case c == '@' || c == '`' || c == '%':
+			return -1, false
+		default:
+			// A plain scalar: it ends at `: `, at ` #`, and in a flow collection at an indicator.
+			tokStart = col + i
+			j := i + 1
+			for j < len(s) {
+				d := s[j]
+				if d == ':' && (j+1 == len(s) || s[j+1] == ' ' || flow > 0 && strings.IndexByte(",[]{}", s[j+1]) >= 0) {
+					break
+				}
+				if (d == ' ' || d == '\t') && j+1 < len(s) && s[j+1] == '#' {
+					break
+				}
+				if flow > 0 && strings.IndexByte(",[]{}", d) >= 0 {
+					break
+				}
+				j++
+			}
+			i = j
+		}
+	}
+	if flow > 0 {
+		return -1, false
+	}
+	return -1, true
+}
+
+// openers are the bytes that can start a construct spanning lines: quoted scalars, flow
+// collections, block scalars.
+var openers = [256]bool{'"': true, '\'': true, '[': true, '{': true, '|': true, '>': true}
+
+func hasOpener(s []byte) bool {
+	for _, c := range s {
+		if openers[c] {
+			return true
+		}
+	}
+	return false
+}
+
+// skips reports whether loadDocument drops a root object with header h without decoding it and
+// without an issue: a kind the engines do not read, a ConfigMap other than the mesh ConfigMap,
+// and, with FilterFiles, an object no planned read returns. It follows loadDocument's checks in
+// order, so that every object loadDocument reports or keeps is loaded in full.
+func (l *loader) skips(h header) bool {
+	if h.Kind == "" || h.APIVersion == "" || strings.HasSuffix(h.Kind, "List") {
+		return false
+	}
+	gv, err := schema.ParseGroupVersion(h.APIVersion)
+	if err != nil {
+		return false
+	}
+	ns := h.Metadata.Namespace
+	if gv.Group == "" && h.Kind == kindConfigMap {
+		if ns == "" {
+			ns = l.spec.DefaultNamespace
+		}
+		return gv.Version != "v1" || h.Metadata.Name != MeshConfigMapName(l.spec.Revision) || ns != l.spec.IstioNamespace
+	}
+	ki := kindByGroupKind(gv.Group, h.Kind)
+	if ki == nil {
+		return kindByName(h.Kind) == nil || !ownGroup(gv.Group)
+	}
+	if !ki.serves(gv.Version) || h.Metadata.Name == "" || !l.spec.FilterFiles {
+		return false
+	}
+	switch {
+	case ki.cluster:
+		ns = ""
+	case ns == "":
+		ns = l.spec.DefaultNamespace
+	}
+	return !l.planned(ki, ns, h.Metadata.Name)
+}
+
+// skipsJSON is skips for one value of a JSON stream, whose header is read as loadDocument reads
+// it. It saves building the value's position tree.
+func (l *loader) skipsJSON(raw []byte) bool {
+	js := bytes.TrimSpace(raw)
+	if len(js) == 0 || js[0] != '{' {
+		return false
+	}
+	var h header
+	_ = json.Unmarshal(js, &h)
+	return l.skips(h)
+}
