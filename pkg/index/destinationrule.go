@@ -25,6 +25,8 @@ const (
 
 // drInfo is one DestinationRule as setDestinationRules sees it.
 type drInfo struct {
+	// pos is the rule's place in Index.drs.
+	pos int
 	obj *networkingv1.DestinationRule
 	ref provenance.Ref
 	ns  string
@@ -40,6 +42,26 @@ type drInfo struct {
 	// MeshConfig defaultDestinationRuleExportTo containing .).
 	privateOnly bool
 	backend     bool
+}
+
+// drsCovering returns the DestinationRules whose host can be returned by mostSpecificHostMatch
+// for host (wildcardCovers), in the order of Index.drs.
+func (ix *Index) drsCovering(host string) []*drInfo {
+	exact := ix.drsByHost[host]
+	var wild []*drInfo
+	for _, d := range ix.wildcardDRs {
+		if d.host != host && wildcardCovers(d.host, host) {
+			wild = append(wild, d)
+		}
+	}
+	if len(wild) == 0 {
+		return exact
+	}
+	out := make([]*drInfo, 0, len(exact)+len(wild))
+	out = append(out, exact...)
+	out = append(out, wild...)
+	slices.SortFunc(out, func(a, b *drInfo) int { return cmp.Compare(a.pos, b.pos) })
+	return out
 }
 
 func (d *drInfo) exportToText() string {
@@ -108,6 +130,7 @@ func (ix *Index) buildDestinationRules() {
 	})
 	defaultPrivate := slices.Contains(ix.snap.MeshConfig.GetDefaultDestinationRuleExportTo(), ".")
 	ix.drIx = drIndex{local: map[string]*drTable{}, exported: map[string]*drTable{}, rootLocal: newDRTable()}
+	ix.drsByHost = map[string][]*drInfo{}
 	for _, obj := range sorted {
 		d := &drInfo{obj: obj, ref: drRef(obj), ns: obj.Namespace, host: resolveShortname(obj.Spec.GetHost(), obj.Namespace), exportTo: map[string]bool{}}
 		if _, ok := obj.Annotations[annotationInternalParents]; ok {
@@ -122,7 +145,12 @@ func (ix *Index) buildDestinationRules() {
 				d.exportTo[e] = true
 			}
 		}
+		d.pos = len(ix.drs)
 		ix.drs = append(ix.drs, d)
+		ix.drsByHost[d.host] = append(ix.drsByHost[d.host], d)
+		if isWildcard(d.host) {
+			ix.wildcardDRs = append(ix.wildcardDRs, d)
+		}
 		if len(d.exportTo) == 0 || d.exportTo["*"] || d.exportTo["."] || d.exportTo[d.ns] {
 			d.inLocal = true
 			t := ix.drIx.local[d.ns]

@@ -182,8 +182,8 @@ func (ix *Index) selectionDiagnostics(p *Proxy, svc *Service, list []*drEntry, s
 		out = append(out, explain.Diagnostic{ID: "D5", Severity: explain.SeverityError, Resources: resources, Message: msg, Fix: fix})
 	}
 
-	for _, d := range ix.drs {
-		if !wildcardCovers(d.host, host) || handled[d] || (chosen != nil && chosen.has(d)) {
+	for _, d := range ix.drsCovering(host) {
+		if handled[d] || (chosen != nil && chosen.has(d)) {
 			continue
 		}
 		if diag, ok := ix.whyNot(p, svc, d, list, step, chosen); ok {

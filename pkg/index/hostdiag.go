@@ -19,10 +19,7 @@ func (ix *Index) HostDiagnostics(p *Proxy, svc *Service, sel Selection) []explai
 		return nil
 	}
 	var out []explain.Diagnostic
-	for _, d := range ix.drs {
-		if ix.hostHasService(d.host) {
-			continue
-		}
+	for _, d := range ix.unmatchedDRs() {
 		if why, ok := typoOf(d, svc); ok {
 			out = append(out, explain.Diagnostic{
 				ID: "D1", Severity: explain.SeverityError, Resources: []provenance.Ref{d.ref},
@@ -32,10 +29,7 @@ func (ix *Index) HostDiagnostics(p *Proxy, svc *Service, sel Selection) []explai
 		}
 	}
 	if svc.Resolution == Alias {
-		for _, d := range ix.drs {
-			if d.host != svc.Hostname {
-				continue
-			}
+		for _, d := range ix.drsByHost[svc.Hostname] {
 			out = append(out, explain.Diagnostic{
 				ID: "D28", Severity: explain.SeverityWarning, Resources: []provenance.Ref{d.ref, svc.Ref},
 				Message: fmt.Sprintf("%s is for %s, an ExternalName alias of %s: istiod builds no cluster for an alias, so the rule has no effect; traffic uses the clusters and DestinationRule of %s",
@@ -128,6 +122,22 @@ func allUnlabelled(svc *Service) bool {
 	return true
 }
 
+// unmatchedDRs are the DestinationRules whose host reaches no registry service, in the order of
+// drs, computed on first use.
+func (ix *Index) unmatchedDRs() []*drInfo {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if !ix.unmatchedDone {
+		for _, d := range ix.drs {
+			if !ix.hostHasService(d.host) {
+				ix.unmatched = append(ix.unmatched, d)
+			}
+		}
+		ix.unmatchedDone = true
+	}
+	return ix.unmatched
+}
+
 // hostHasService reports whether a DestinationRule host reaches any registry service: an exact
 // hostname, or a wildcard covering one.
 func (ix *Index) hostHasService(host string) bool {
@@ -157,7 +167,8 @@ func typoOf(d *drInfo, svc *Service) (string, bool) {
 	if !strings.Contains(raw, ".") && svc.Kubernetes && raw == svc.Name && d.ns != svc.Namespace {
 		return fmt.Sprintf("a short name is expanded in the rule's own namespace, to %s", d.host), true
 	}
-	if limit := 2; strdist.Levenshtein(d.host, svc.Hostname) <= limit {
+	// Hosts whose lengths differ by more than the limit are further apart than it.
+	if limit := 2; abs(len(d.host)-len(svc.Hostname)) <= limit && strdist.Levenshtein(d.host, svc.Hostname) <= limit {
 		return "it differs from the service's host by a few characters", true
 	}
 	return "", false
@@ -167,8 +178,8 @@ func typoOf(d *drInfo, svc *Service) (string, bool) {
 // ServiceEntry (D1), whatever the queried host.
 func (ix *Index) UnmatchedDestinationRules() []explain.Diagnostic {
 	var out []explain.Diagnostic
-	for _, d := range ix.drs {
-		if d.host == "" || ix.hostHasService(d.host) {
+	for _, d := range ix.unmatchedDRs() {
+		if d.host == "" {
 			continue
 		}
 		msg := fmt.Sprintf("%s host %q matches no service", d.ref, d.obj.Spec.GetHost())
@@ -183,4 +194,11 @@ func (ix *Index) UnmatchedDestinationRules() []explain.Diagnostic {
 	}
 	sortDiagnostics(out)
 	return out
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
 }

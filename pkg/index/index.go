@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"sort"
 	"strings"
+	"sync"
 
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -21,7 +22,8 @@ const DomainSuffix = "cluster.local"
 const ClusterID = "Kubernetes"
 
 // Index is the read-only lookup layer over one Snapshot. Build it once; every method is safe to
-// call many times and never changes the snapshot.
+// call many times, also concurrently, and never changes the snapshot. What a proxy's sidecar
+// scope imports is computed once per proxy namespace and labels and kept.
 type Index struct {
 	snap *model.Snapshot
 	root string
@@ -44,10 +46,21 @@ type Index struct {
 
 	drs  []*drInfo
 	drIx drIndex
+	// drsByHost are the DestinationRules by resolved host, and wildcardDRs those whose host is
+	// a wildcard, each in the order of drs.
+	drsByHost   map[string][]*drInfo
+	wildcardDRs []*drInfo
 
 	vss []*vsInfo
 
 	peerAuthn *peerAuthnIndex
+
+	// mu guards what the index computes on first use: the sidecar scopes by proxy namespace
+	// (one per distinct set of labels) and the DestinationRules whose host matches no service.
+	mu            sync.Mutex
+	scopes        map[string][]scopeEntry
+	unmatched     []*drInfo
+	unmatchedDone bool
 }
 
 // Build indexes snap. It never fails: objects it cannot interpret are skipped the way istiod

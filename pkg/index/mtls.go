@@ -57,8 +57,18 @@ type peerAuthnIndex struct {
 	// level holds the namespace- or mesh-level policy (no selector, or empty matchLabels) of
 	// each namespace: the oldest one; the others are ignored.
 	level map[string]*securityv1.PeerAuthentication
-	// workload are the policies with a selector, oldest first.
-	workload []*securityv1.PeerAuthentication
+	// workload are the policies with a selector by namespace, then by the first (sorted)
+	// label of their selector; each list oldest first.
+	workload map[string]map[labelKV][]agedPA
+}
+
+// labelKV is one label, key and value.
+type labelKV struct{ key, value string }
+
+// agedPA is a PeerAuthentication and its rank by age (0 is the oldest).
+type agedPA struct {
+	rank int
+	pa   *securityv1.PeerAuthentication
 }
 
 func (ix *Index) buildPeerAuthentications() {
@@ -66,15 +76,23 @@ func (ix *Index) buildPeerAuthentications() {
 	slices.SortStableFunc(pas, func(a, b *securityv1.PeerAuthentication) int {
 		return cmp.Or(a.CreationTimestamp.Time.Compare(b.CreationTimestamp.Time), strings.Compare(a.Name, b.Name), strings.Compare(a.Namespace, b.Namespace))
 	})
-	idx := &peerAuthnIndex{level: map[string]*securityv1.PeerAuthentication{}}
-	for _, pa := range pas {
+	idx := &peerAuthnIndex{level: map[string]*securityv1.PeerAuthentication{}, workload: map[string]map[labelKV][]agedPA{}}
+	for i, pa := range pas {
 		if len(pa.Spec.GetSelector().GetMatchLabels()) == 0 {
 			if _, seen := idx.level[pa.Namespace]; !seen {
 				idx.level[pa.Namespace] = pa
 			}
 			continue
 		}
-		idx.workload = append(idx.workload, pa)
+		sel := pa.Spec.GetSelector().GetMatchLabels()
+		first := sortedKeys(sel)[0]
+		byLabel := idx.workload[pa.Namespace]
+		if byLabel == nil {
+			byLabel = map[labelKV][]agedPA{}
+			idx.workload[pa.Namespace] = byLabel
+		}
+		kv := labelKV{first, sel[first]}
+		byLabel[kv] = append(byLabel[kv], agedPA{rank: i, pa: pa})
 	}
 	ix.peerAuthn = idx
 }
@@ -246,17 +264,32 @@ func (ix *Index) WorkloadPeerAuthentications(svc *Service) []WorkloadMTLS {
 }
 
 // workloadPolicy is the oldest workload-level PeerAuthentication (selector set, not in the root
-// namespace) of the workload's namespace that selects its labels.
+// namespace) of the workload's namespace that selects its labels. A policy that selects the
+// labels has its first selector label among them, so only those lists are read.
 func (ix *Index) workloadPolicy(ns string, lbls map[string]string) *securityv1.PeerAuthentication {
-	for _, pa := range ix.peerAuthn.workload {
-		if pa.Namespace != ns || pa.Namespace == ix.root {
-			continue
-		}
-		if labelsSubsetOf(pa.Spec.GetSelector().GetMatchLabels(), lbls) {
-			return pa
+	if ns == ix.root {
+		return nil
+	}
+	byLabel := ix.peerAuthn.workload[ns]
+	if len(byLabel) == 0 {
+		return nil
+	}
+	var best *agedPA
+	for k, v := range lbls {
+		for i, c := range byLabel[labelKV{k, v}] {
+			if best != nil && c.rank >= best.rank {
+				break
+			}
+			if labelsSubsetOf(c.pa.Spec.GetSelector().GetMatchLabels(), lbls) {
+				best = &byLabel[labelKV{k, v}][i]
+				break
+			}
 		}
 	}
-	return nil
+	if best == nil {
+		return nil
+	}
+	return best.pa
 }
 
 func (ix *Index) composeWorkload(ns string, pa *securityv1.PeerAuthentication) *WorkloadMTLS {

@@ -243,8 +243,13 @@ func (ix *Index) selectVirtualServices(configNamespace string, hosts map[string]
 // sidecar scope imports (http, tcp and tls routes and mirrors; HTTP routes whose
 // sourceNamespace matches exclude other namespaces), in precedence order.
 func (ix *Index) SubsetReferences(p *Proxy, hostname string) []SubsetRef {
-	sc := ix.scopeFor(p)
-	var out []SubsetRef
+	return slices.Clone(ix.scopeFor(p).refs[hostname])
+}
+
+// subsetReferences groups the destinations of the VirtualServices of sc by host, each in
+// precedence order: listener by listener, a VirtualService once.
+func subsetReferences(sc *sidecarScope) map[string][]SubsetRef {
+	out := map[string][]SubsetRef{}
 	seen := map[provenance.Ref]bool{}
 	for _, l := range sc.listeners {
 		for _, v := range l.vss {
@@ -253,10 +258,10 @@ func (ix *Index) SubsetReferences(p *Proxy, hostname string) []SubsetRef {
 			}
 			seen[v.ref] = true
 			for _, d := range v.dests {
-				if d.host != hostname || !d.appliesTo(p.Namespace) {
+				if !d.appliesTo(sc.namespace) {
 					continue
 				}
-				out = append(out, SubsetRef{VirtualService: d.owner, Field: d.field, Subset: d.subset, Port: d.port})
+				out[d.host] = append(out[d.host], SubsetRef{VirtualService: d.owner, Field: d.field, Subset: d.subset, Port: d.port})
 			}
 		}
 	}
@@ -271,7 +276,7 @@ func (ix *Index) RouteDiagnostics(p *Proxy, svc *Service, sel Selection) []expla
 	if svc == nil {
 		return nil
 	}
-	refs := ix.SubsetReferences(p, svc.Hostname)
+	refs := ix.scopeFor(p).refs[svc.Hostname]
 	defined := map[string]int{}
 	if sel.Rule != nil {
 		for i, s := range sel.Rule.Spec.GetSubsets() {
@@ -352,8 +357,8 @@ func ruleName(r *ConsolidatedRule) string {
 // to the selected rule.
 func (ix *Index) rulesDefiningSubset(host, subset string, sel Selection) []provenance.Ref {
 	var out []provenance.Ref
-	for _, d := range ix.drs {
-		if !wildcardCovers(d.host, host) || (sel.Rule != nil && slices.Contains(sel.Rule.From, d.ref)) {
+	for _, d := range ix.drsCovering(host) {
+		if sel.Rule != nil && slices.Contains(sel.Rule.From, d.ref) {
 			continue
 		}
 		for _, s := range d.obj.Spec.GetSubsets() {

@@ -3,6 +3,7 @@ package index
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -257,6 +258,8 @@ type sidecarScope struct {
 	services  []*Service
 	byHost    map[string]int
 	how       map[string]*importInfo
+	// refs are the route destinations of the imported VirtualServices by host (SubsetReferences).
+	refs map[string][]SubsetRef
 }
 
 // sidecarFor is PushContext.doGetSidecarScope for a sidecar proxy: in the proxy's namespace, the
@@ -296,10 +299,34 @@ func (ix *Index) sidecarFor(p *Proxy) *networkingv1.Sidecar {
 	return nil
 }
 
-// scopeFor builds the proxy's sidecar scope (convertToSidecarScope +
+// scopeFor returns the proxy's sidecar scope, built on first use for the proxy's namespace and
+// labels (all it depends on) and kept in the index.
+func (ix *Index) scopeFor(p *Proxy) *sidecarScope {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	for _, e := range ix.scopes[p.Namespace] {
+		if mapsEqual(e.labels, p.Labels) {
+			return e.scope
+		}
+	}
+	sc := ix.buildScope(p)
+	if ix.scopes == nil {
+		ix.scopes = map[string][]scopeEntry{}
+	}
+	ix.scopes[p.Namespace] = append(ix.scopes[p.Namespace], scopeEntry{labels: maps.Clone(p.Labels), scope: sc})
+	return sc
+}
+
+// scopeEntry is the sidecar scope of the proxies of one namespace with these labels.
+type scopeEntry struct {
+	labels map[string]string
+	scope  *sidecarScope
+}
+
+// buildScope builds the proxy's sidecar scope (convertToSidecarScope +
 // initSidecarScopeInternalIndexes): each egress listener imports services and VirtualServices,
 // then collectImportedServices unions them.
-func (ix *Index) scopeFor(p *Proxy) *sidecarScope {
+func (ix *Index) buildScope(p *Proxy) *sidecarScope {
 	sc := &sidecarScope{namespace: p.Namespace, sidecar: ix.sidecarFor(p), byHost: map[string]int{}, how: map[string]*importInfo{}}
 	var egress []*networking.IstioEgressListener
 	if sc.sidecar != nil {
@@ -362,6 +389,7 @@ func (ix *Index) scopeFor(p *Proxy) *sidecarScope {
 			}
 		}
 	}
+	sc.refs = subsetReferences(sc)
 	return sc
 }
 

@@ -7,7 +7,7 @@ package provenance
 
 import (
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -181,78 +181,225 @@ type FieldTrace struct {
 
 // Recorder collects FieldTraces while an engine builds an object. Engines write a value's origin
 // at the moment they write the value, never afterwards.
+//
+// It keeps what is recorded as a log, in order, and folds the entries of a path (values that
+// override each other, shadows) only when the traces are read: most paths are set once.
 type Recorder struct {
-	order  []string
-	traces map[string]*FieldTrace
+	// log holds one entry per Set, SetNotSent and Shadow call. A Shadow entry has only Path and
+	// its one Shadow; shadows marks those entries (nil while there is none).
+	log     []FieldTrace
+	shadows []bool
 }
 
 // NewRecorder returns an empty Recorder.
-func NewRecorder() *Recorder { return &Recorder{traces: map[string]*FieldTrace{}} }
+func NewRecorder() *Recorder { return &Recorder{} }
+
+// NewRecorderSize returns an empty Recorder with room for n entries.
+func NewRecorderSize(n int) *Recorder { return &Recorder{log: make([]FieldTrace, 0, n)} }
 
 // Set records that path now holds value from origin. An earlier value at the same path becomes
 // a Shadow of the new one.
 func (r *Recorder) Set(path, value string, origin Origin) {
-	r.set(path, value, origin, false)
+	r.add(FieldTrace{Path: path, Value: value, Origin: origin}, false)
 }
 
 // SetNotSent records a field istiod leaves out, with the default Envoy applies.
 func (r *Recorder) SetNotSent(path, value string, origin Origin) {
-	r.set(path, value, origin, true)
-}
-
-func (r *Recorder) set(path, value string, origin Origin, notSent bool) {
-	prev, ok := r.traces[path]
-	t := &FieldTrace{Path: path, Value: value, NotSent: notSent, Origin: origin}
-	if ok {
-		t.Shadowed = append([]Shadow{{Origin: prev.Origin, Value: prev.Value, Reason: "overridden"}}, prev.Shadowed...)
-	} else {
-		r.order = append(r.order, path)
-	}
-	r.traces[path] = t
+	r.add(FieldTrace{Path: path, Value: value, NotSent: true, Origin: origin}, false)
 }
 
 // Shadow records a candidate for path that did not win (a dropped block, a losing resource).
 // It attaches to the trace at path, creating a placeholder if the path has no value yet.
 func (r *Recorder) Shadow(path string, s Shadow) {
-	t, ok := r.traces[path]
-	if !ok {
-		t = &FieldTrace{Path: path}
-		r.traces[path] = t
-		r.order = append(r.order, path)
+	r.add(FieldTrace{Path: path, Shadowed: []Shadow{s}}, true)
+}
+
+func (r *Recorder) add(t FieldTrace, shadow bool) {
+	if shadow && r.shadows == nil {
+		r.shadows = make([]bool, len(r.log), cap(r.log))
 	}
-	t.Shadowed = append(t.Shadowed, s)
+	r.log = append(r.log, t)
+	if r.shadows != nil {
+		r.shadows = append(r.shadows, shadow)
+	}
+}
+
+func (r *Recorder) isShadow(i int) bool { return r.shadows != nil && r.shadows[i] }
+
+// fold replays the entries at indexes idx (all of one path, in recording order) into the trace
+// of the path.
+func (r *Recorder) fold(idx []int32) FieldTrace {
+	var cur FieldTrace
+	for n, i := range idx {
+		cur = r.step(cur, n == 0, int(i))
+	}
+	return cur
+}
+
+// step applies log entry i to cur, the trace of its path so far (first: there is none yet).
+func (r *Recorder) step(cur FieldTrace, first bool, i int) FieldTrace {
+	e := r.log[i]
+	switch {
+	case r.isShadow(i):
+		if first {
+			cur = FieldTrace{Path: e.Path}
+		}
+		cur.Shadowed = append(cur.Shadowed, e.Shadowed...)
+		return cur
+	case first:
+		return e
+	}
+	shadowed := make([]Shadow, 0, 1+len(cur.Shadowed))
+	shadowed = append(shadowed, Shadow{Origin: cur.Origin, Value: cur.Value, Reason: "overridden"})
+	e.Shadowed = append(shadowed, cur.Shadowed...)
+	return e
 }
 
 // Delete removes path and every path below it (a field istiod removed again, e.g. the
 // eds_cluster_config of a cluster turned ORIGINAL_DST).
 func (r *Recorder) Delete(path string) {
-	kept := r.order[:0]
-	for _, p := range r.order {
-		if p == path || IsBelow(p, path) {
-			delete(r.traces, p)
+	kept := 0
+	for i, t := range r.log {
+		if t.Path == path || IsBelow(t.Path, path) {
 			continue
 		}
-		kept = append(kept, p)
+		r.log[kept] = t
+		if r.shadows != nil {
+			r.shadows[kept] = r.shadows[i]
+		}
+		kept++
 	}
-	r.order = kept
+	clear(r.log[kept:])
+	r.log = r.log[:kept]
+	if r.shadows != nil {
+		r.shadows = r.shadows[:kept]
+	}
 }
 
 // Get returns the trace at path.
 func (r *Recorder) Get(path string) (*FieldTrace, bool) {
-	t, ok := r.traces[path]
-	return t, ok
+	var idx []int32
+	for i := range r.log {
+		if r.log[i].Path == path {
+			idx = append(idx, int32(i))
+		}
+	}
+	if len(idx) == 0 {
+		return nil, false
+	}
+	t := r.fold(idx)
+	return &t, true
+}
+
+// Len is the number of entries recorded (values and shadows).
+func (r *Recorder) Len() int { return len(r.log) }
+
+// sorted returns the indexes of the log sorted by path, entries of one path in recording order,
+// and whether every path has exactly one entry, a value.
+func (r *Recorder) sorted() ([]int32, bool) {
+	order := make([]int32, len(r.log))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int {
+		if c := strings.Compare(r.log[a].Path, r.log[b].Path); c != 0 {
+			return c
+		}
+		return int(a) - int(b)
+	})
+	single := r.shadows == nil || !slices.Contains(r.shadows, true)
+	for i := 1; single && i < len(order); i++ {
+		if r.log[order[i]].Path == r.log[order[i-1]].Path {
+			single = false
+		}
+	}
+	return order, single
+}
+
+// folded returns the traces sorted by path, given sorted.
+func (r *Recorder) folded(order []int32) []FieldTrace {
+	n := 0
+	for i := range order {
+		if i == 0 || r.log[order[i]].Path != r.log[order[i-1]].Path {
+			n++
+		}
+	}
+	out := make([]FieldTrace, 0, n)
+	for i := 0; i < len(order); {
+		j := i + 1
+		for j < len(order) && r.log[order[j]].Path == r.log[order[i]].Path {
+			j++
+		}
+		out = append(out, r.fold(order[i:j]))
+		i = j
+	}
+	return out
 }
 
 // Traces returns the recorded traces sorted by path (deterministic output, R9).
 func (r *Recorder) Traces() []FieldTrace {
-	out := make([]FieldTrace, 0, len(r.order))
-	for _, p := range r.order {
-		if t := r.traces[p]; t != nil {
-			out = append(out, *t)
+	order, single := r.sorted()
+	if !single {
+		return r.folded(order)
+	}
+	out := make([]FieldTrace, len(order))
+	for i, j := range order {
+		out[i] = r.log[j]
+	}
+	return out
+}
+
+// TakeTraces returns the recorded traces sorted by path, as Traces does, and leaves the Recorder
+// empty. The caller owns the slice, which is the Recorder's log sorted and folded in place.
+func (r *Recorder) TakeTraces() []FieldTrace {
+	order, single := r.sorted()
+	// Apply the permutation in place, cycle by cycle: entry i becomes the entry at order[i].
+	log, shadows := r.log, r.shadows
+	for i := range order {
+		if order[i] < 0 {
+			continue
+		}
+		tmp := log[i]
+		var tmpShadow bool
+		if shadows != nil {
+			tmpShadow = shadows[i]
+		}
+		j := i
+		for {
+			k := int(order[j])
+			order[j] = -1
+			if k == i {
+				log[j] = tmp
+				if shadows != nil {
+					shadows[j] = tmpShadow
+				}
+				break
+			}
+			log[j] = log[k]
+			if shadows != nil {
+				shadows[j] = shadows[k]
+			}
+			j = k
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
-	return out
+	if !single {
+		// Fold each run of one path into its first slot; runs only move left.
+		w := 0
+		for i := 0; i < len(log); {
+			cur := r.step(FieldTrace{}, true, i)
+			j := i + 1
+			for ; j < len(log) && log[j].Path == log[i].Path; j++ {
+				cur = r.step(cur, false, j)
+			}
+			log[w] = cur
+			w++
+			i = j
+		}
+		clear(log[w:])
+		log = log[:w]
+	}
+	r.log, r.shadows = nil, nil
+	return log
 }
 
 // IsBelow reports whether path p lies strictly below prefix (`a.b.c` and `a.b[0]` lie below `a.b`).

@@ -1,6 +1,12 @@
 package provenance
 
-import "testing"
+import (
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"testing"
+)
 
 func TestRecorderShadowsEarlierValue(t *testing.T) {
 	r := NewRecorder()
@@ -46,6 +52,110 @@ func TestCovers(t *testing.T) {
 	} {
 		if got := Covers(c.path, c.leaf); got != c.want {
 			t.Errorf("Covers(%q, %q) = %v, want %v", c.path, c.leaf, got, c.want)
+		}
+	}
+}
+
+func TestRecorderTakeTracesSortsAndEmpties(t *testing.T) {
+	r := NewRecorderSize(2)
+	o := Origin{Layer: LayerIstioDefault}
+	for _, p := range []string{"name", "type", "connectTimeout", "circuitBreakers.thresholds[0]", "altStatName", "lbPolicy", "commonLbConfig"} {
+		r.Set(p, p, o)
+	}
+	r.Set("type", "EDS", Origin{Layer: LayerRegistry})
+	r.Shadow("metadata", Shadow{Value: "x"})
+	want := r.Traces()
+	got := r.TakeTraces()
+	if len(got) != len(want) {
+		t.Fatalf("TakeTraces returned %d traces, Traces %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i].Path != want[i].Path || got[i].Value != want[i].Value || len(got[i].Shadowed) != len(want[i].Shadowed) {
+			t.Errorf("trace %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	if r.Len() != 0 || len(r.Traces()) != 0 {
+		t.Fatalf("recorder not empty after TakeTraces: %d", r.Len())
+	}
+	r.Set("name", "again", o)
+	if got, ok := r.Get("name"); !ok || got.Value != "again" {
+		t.Fatalf("recorder unusable after TakeTraces: %+v", got)
+	}
+}
+
+// mapRecorder is the Recorder as a map of current traces: the semantics the log must fold to.
+type mapRecorder struct{ traces map[string]*FieldTrace }
+
+func (m *mapRecorder) set(path, value string, o Origin, notSent bool) {
+	t := &FieldTrace{Path: path, Value: value, NotSent: notSent, Origin: o}
+	if prev, ok := m.traces[path]; ok {
+		t.Shadowed = append([]Shadow{{Origin: prev.Origin, Value: prev.Value, Reason: "overridden"}}, prev.Shadowed...)
+	}
+	m.traces[path] = t
+}
+
+func (m *mapRecorder) shadow(path string, s Shadow) {
+	t, ok := m.traces[path]
+	if !ok {
+		t = &FieldTrace{Path: path}
+		m.traces[path] = t
+	}
+	t.Shadowed = append(t.Shadowed, s)
+}
+
+func (m *mapRecorder) delete(path string) {
+	for p := range m.traces {
+		if p == path || IsBelow(p, path) {
+			delete(m.traces, p)
+		}
+	}
+}
+
+func TestRecorderFoldsLikeAMap(t *testing.T) {
+	paths := []string{"a", "a.b", "a.b[0]", "a.c", "b", "ab", "c.d.e"}
+	for seed := 0; seed < 200; seed++ {
+		r, m := NewRecorder(), &mapRecorder{traces: map[string]*FieldTrace{}}
+		x := uint32(seed*2654435761 + 1)
+		next := func(n int) int {
+			x ^= x << 13
+			x ^= x >> 17
+			x ^= x << 5
+			return int(x % uint32(n))
+		}
+		for step := 0; step < 20; step++ {
+			p := paths[next(len(paths))]
+			o := Origin{Layer: LayerIstioDefault, Note: fmt.Sprint(seed, step)}
+			switch next(6) {
+			case 0, 1:
+				r.Set(p, fmt.Sprint(step), o)
+				m.set(p, fmt.Sprint(step), o, false)
+			case 2:
+				r.SetNotSent(p, "default", o)
+				m.set(p, "default", o, true)
+			case 3:
+				s := Shadow{Origin: o, Value: "lost", Reason: "dropped"}
+				r.Shadow(p, s)
+				m.shadow(p, s)
+			case 4:
+				r.Delete(p)
+				m.delete(p)
+			case 5:
+				got, ok := r.Get(p)
+				want, wok := m.traces[p]
+				if ok != wok || (ok && !reflect.DeepEqual(*got, *want)) {
+					t.Fatalf("seed %d step %d: Get(%q) = %+v, want %+v", seed, step, p, got, want)
+				}
+			}
+		}
+		var want []FieldTrace
+		for _, p := range slices.Sorted(maps.Keys(m.traces)) {
+			want = append(want, *m.traces[p])
+		}
+		if got := r.Traces(); !reflect.DeepEqual(got, want) && (len(got) != 0 || len(want) != 0) {
+			t.Fatalf("seed %d: Traces = %+v\nwant %+v", seed, got, want)
+		}
+		if got := r.TakeTraces(); !reflect.DeepEqual(got, want) && (len(got) != 0 || len(want) != 0) {
+			t.Fatalf("seed %d: TakeTraces = %+v\nwant %+v", seed, got, want)
 		}
 	}
 }

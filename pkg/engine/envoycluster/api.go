@@ -140,6 +140,11 @@ type Input struct {
 	WorkloadMTLS []index.WorkloadMTLS
 	// Flags are the istiod feature flags.
 	Flags Flags
+
+	// positions are the file positions looked up so far, shared by the builds of one host.
+	positions positionCache
+	// deferPositions leaves the positions of origins to resolvePositions.
+	deferPositions bool
 }
 
 // Built is one generated cluster with the origin of its fields. Cluster is nil when istiod

@@ -106,9 +106,9 @@ func BenchmarkClusterIndexBuild(b *testing.B) {
 // BenchmarkClusterEveryClusterOfProxy builds every outbound cluster of one client proxy, for
 // every host the proxy can see, with the origin of every field: what istiod's BuildClusters does
 // for the proxy (compare conformance/istiorun BenchmarkIstioBuildClusters). The index is built
-// once, as istiod builds its PushContext once; each host then goes through the steps Explain
-// takes for it (scope, DestinationRule selection and its diagnostics, mTLS inference, one build
-// per port). envoycluster has no entry point for all the hosts of a proxy, hence the loop here.
+// once, as istiod builds its PushContext once; an Explainer then takes each host through the
+// steps Explain takes for it (scope, DestinationRule selection and its diagnostics, host and
+// route diagnostics, mTLS inference, one build per port).
 func BenchmarkClusterEveryClusterOfProxy(b *testing.B) {
 	eachScale(b, func(b *testing.B, m *benchMesh) {
 		if m.ix == nil {
@@ -118,7 +118,7 @@ func BenchmarkClusterEveryClusterOfProxy(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			built, diags, err := everyCluster(m.snap, m.ix, proxy)
+			built, diags, err := everyCluster(envoycluster.NewExplainer(m.ix, proxy))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -127,7 +127,7 @@ func BenchmarkClusterEveryClusterOfProxy(b *testing.B) {
 		}
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, _, err := everyCluster(m.snap, m.ix, m.proxy); err != nil {
+			if _, _, err := everyCluster(envoycluster.NewExplainer(m.ix, m.proxy)); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -136,54 +136,28 @@ func BenchmarkClusterEveryClusterOfProxy(b *testing.B) {
 	})
 }
 
-// everyCluster returns the clusters istiod would push to proxy for every host in its scope, and
-// the number of diagnostics about them.
-func everyCluster(snap *model.Snapshot, ix *index.Index, proxy *index.Proxy) ([]envoycluster.Built, int, error) {
+// everyCluster returns the clusters istiod would push to the Explainer's proxy for every host in
+// its scope, and the number of scope, selection, host and route diagnostics of the hosts that
+// have clusters.
+func everyCluster(e *envoycluster.Explainer) ([]envoycluster.Built, int, error) {
 	var out []envoycluster.Built
-	var diags []explain.Diagnostic
-	seen := map[string]bool{}
-	for _, s := range ix.Services() {
-		if seen[s.Hostname] {
+	diags := 0
+	for _, h := range e.Hosts() {
+		hc, err := e.Host(h)
+		if err != nil {
+			return nil, 0, err
+		}
+		if hc.Service == nil || hc.Service.Resolution == index.Alias {
 			continue
 		}
-		seen[s.Hostname] = true
-		svc, scopeDiags, _ := ix.ServiceForProxy(proxy, s.Hostname)
-		if svc == nil || svc.Resolution == index.Alias {
-			continue
-		}
-		sel := ix.DestinationRule(proxy, svc)
-		diags = append(diags, scopeDiags...)
-		diags = append(diags, sel.Diagnostics...)
-		diags = append(diags, ix.HostDiagnostics(proxy, svc, sel)...)
-		diags = append(diags, ix.RouteDiagnostics(proxy, svc, sel)...)
-		mode, origin := ix.NamespaceMTLSMode(svc.Namespace)
-		in := envoycluster.Input{
-			Mesh:         snap.MeshConfig,
-			Snapshot:     snap,
-			Proxy:        proxy,
-			Service:      svc,
-			Rule:         sel.Rule,
-			MTLS:         envoycluster.NamespaceMTLS{Mode: mode, Origin: origin},
-			WorkloadMTLS: ix.WorkloadPeerAuthentications(svc),
-			Flags:        envoycluster.DefaultFlags(),
-		}
-		for _, port := range svc.Ports {
-			if port.Protocol == "UDP" {
-				continue
-			}
-			in.Port = port
-			bs, err := envoycluster.BuildClusters(in)
-			if err != nil {
-				return nil, 0, err
-			}
-			for _, bc := range bs {
-				if bc.Cluster != nil {
-					out = append(out, bc)
-				}
+		diags += len(hc.Diagnostics)
+		for _, bc := range hc.Clusters {
+			if bc.Cluster != nil {
+				out = append(out, bc)
 			}
 		}
 	}
-	return out, len(diags), nil
+	return out, diags, nil
 }
 
 // checkTraced fails b when a generated cluster has a field without an origin.

@@ -2,12 +2,15 @@ package envoycluster
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
+	"sync"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	caresv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/network/dns_resolver/cares/v3"
+	rawbufferv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/raw_buffer/v3"
 	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -26,6 +29,21 @@ type builder struct {
 	in    Input
 	mesh  *meshv1alpha1.MeshConfig
 	flags Flags
+	// traces is the number of traces of the last cluster built, the room the next one gets.
+	traces int
+	// cares is the typed config of the c-ares DNS resolver, made on first use.
+	cares *anypb.Any
+	// serviceRef is the Resource of registry origins, nil when the service has no Ref.
+	serviceRef *provenance.Ref
+	// portPath is portField, made on first use.
+	portPath string
+}
+
+func (b *builder) caresConfig() *anypb.Any {
+	if b.cares == nil {
+		b.cares = mustAny(&caresv3.CaresDnsResolverConfig{UdpMaxQueries: u32(b.flags.DNSCaresUDPMaxQueries)})
+	}
+	return b.cares
 }
 
 // clusterState is one cluster under construction: the Cluster, the HttpProtocolOptions that
@@ -77,7 +95,14 @@ func newBuilder(in Input) (*builder, error) {
 	if mesh == nil {
 		mesh = DefaultMeshConfig()
 	}
-	return &builder{in: in, mesh: mesh, flags: in.Flags}, nil
+	if in.positions == nil {
+		in.positions = positionCache{}
+	}
+	b := &builder{in: in, mesh: mesh, flags: in.Flags, traces: 48}
+	if ref := in.Service.Ref; !ref.IsZero() {
+		b.serviceRef = &ref
+	}
+	return b, nil
 }
 
 // DefaultMeshConfig returns the MeshConfig fields of istiod's defaults that change clusters
@@ -153,12 +178,12 @@ func (b *builder) supported() error {
 
 // clusterName mirrors model.BuildSubsetKey.
 func clusterName(subset, host string, port uint32) string {
-	return fmt.Sprintf("outbound|%d|%s|%s", port, subset, host)
+	return "outbound|" + fmtU32(port) + "|" + subset + "|" + host
 }
 
 // sniName mirrors model.BuildDNSSrvSubsetKey: the default ISTIO_MUTUAL SNI.
 func sniName(subset, host string, port uint32) string {
-	return fmt.Sprintf("outbound_.%d_.%s_.%s", port, subset, host)
+	return "outbound_." + fmtU32(port) + "_." + subset + "_." + host
 }
 
 // build builds the default cluster (i < 0) or subset cluster i.
@@ -173,7 +198,7 @@ func (b *builder) build(i int) Built {
 	}
 	host := b.in.Service.Hostname
 	port := b.in.Port.Number
-	st := &clusterState{b: b, rec: provenance.NewRecorder(), d: d, eff: eff, subset: subset, subsetIndex: i,
+	st := &clusterState{b: b, rec: provenance.NewRecorderSize(b.traces), d: d, eff: eff, subset: subset, subsetIndex: i,
 		defaultSNI: sniName(subset, host, port)}
 	name := clusterName(subset, host, port)
 	out := Built{Name: name, Subset: subset}
@@ -188,7 +213,8 @@ func (b *builder) build(i int) Built {
 	st.finish()
 	st.addShadows()
 	out.Cluster = st.c
-	out.Origins = st.rec.Traces()
+	b.traces = st.rec.Len()
+	out.Origins = st.rec.TakeTraces()
 	out.Diagnostics = sortDiagnostics(d.list)
 	return out
 }
@@ -282,7 +308,7 @@ func (st *clusterState) buildCluster(name string, def *effective) bool {
 	nameOrigin := b.registryOrigin(b.portField(), "outbound|<port>|<subset>|<host> (model.BuildSubsetKey)")
 	if st.subset != "" {
 		nameOrigin = b.origin(b.subsetSource(st.subsetIndex), "name")
-		nameOrigin.Field = fmt.Sprintf("spec.subsets[name=%s].name", st.subset)
+		nameOrigin.Field = "spec.subsets[name=" + st.subset + "].name"
 		nameOrigin.Position = b.position(nameOrigin.Resource, nameOrigin.Field)
 		nameOrigin.Note = "outbound|<port>|<subset>|<host> (model.BuildSubsetKey)"
 	}
@@ -296,7 +322,7 @@ func (st *clusterState) buildCluster(name string, def *effective) bool {
 		fam, famOrigin := b.dnsLookupFamily()
 		c.DnsLookupFamily = fam
 		c.TypedDnsResolverConfig = &corev3.TypedExtensionConfig{Name: "envoy.network.dns_resolver.cares",
-			TypedConfig: mustAny(&caresv3.CaresDnsResolverConfig{UdpMaxQueries: u32(b.flags.DNSCaresUDPMaxQueries)})}
+			TypedConfig: copyAny(b.caresConfig())}
 		st.set("typedDnsResolverConfig", fmt.Sprintf("c-ares, udpMaxQueries %d", b.flags.DNSCaresUDPMaxQueries),
 			flagOrigin("PILOT_DNS_CARES_UDP_MAX_QUERIES", "DNS clusters resolve with c-ares"))
 		c.DnsJitter = durationpb.New(b.flags.DNSJitter) //nolint:staticcheck // istiod still sets it
@@ -348,7 +374,7 @@ func (st *clusterState) buildCluster(name string, def *effective) bool {
 }
 
 func (b *builder) subsetSource(i int) source {
-	return source{layer: provenance.LayerSubset, ref: b.subsetRef(i), prefix: fmt.Sprintf("spec.subsets[name=%s]", b.in.Rule.Spec.Subsets[i].GetName())}
+	return source{layer: provenance.LayerSubset, ref: b.subsetRef(i), prefix: "spec.subsets[name=" + b.in.Rule.Spec.Subsets[i].GetName() + "]"}
 }
 
 // supportsDrainingEndpoints mirrors model.Service.SupportsDrainingEndpoints with the default
@@ -515,7 +541,7 @@ func (st *clusterState) addTelemetryMetadata() {
 		}}),
 	}})
 	o := b.registryOrigin("metadata", "service identity for telemetry (PILOT_ENABLE_TELEMETRY_LABEL)")
-	st.set(pIstioMeta+".services", fmt.Sprintf("[{host: %s, name: %s, namespace: %s}]", svc.Hostname, name, svc.Namespace), o)
+	st.set(pIstioMeta+".services", "[{host: "+svc.Hostname+", name: "+name+", namespace: "+svc.Namespace+"}]", o)
 }
 
 func (st *clusterState) istioMetadata() *structpb.Struct {
@@ -559,7 +585,7 @@ func (st *clusterState) applyMetadataExchange() {
 		return
 	}
 	st.c.Filters = append(st.c.Filters, metadataExchangeFilter())
-	st.set(fmt.Sprintf("filters[%d]", len(st.c.Filters)-1), "istio.metadata_exchange",
+	st.set("filters["+strconv.Itoa(len(st.c.Filters)-1)+"]", "istio.metadata_exchange",
 		flagOrigin("PILOT_ENABLE_METADATA_EXCHANGE", "peer metadata exchange over istio-peer-exchange"))
 }
 
@@ -576,11 +602,11 @@ func (st *clusterState) applyRuleMetadata() {
 	if r == nil {
 		return
 	}
-	cfg := fmt.Sprintf("/apis/networking.istio.io/v1/namespaces/%s/destination-rule/%s", r.Primary.Namespace, r.Primary.Name)
+	cfg := "/apis/networking.istio.io/v1/namespaces/" + r.Primary.Namespace + "/destination-rule/" + r.Primary.Name
 	st.istioMetadata().Fields["config"] = structpb.NewStringValue(cfg)
 	prim := r.Primary
 	st.set(pIstioMeta+".config", cfg, provenance.Origin{Layer: provenance.LayerDestinationRule, Resource: &prim,
-		Note: "the first DestinationRule of the merge names the cluster (util.go AddConfigInfoMetadata)", Position: b.position(&prim, "metadata.name")})
+		Note: "the first DestinationRule of the merge names the cluster (util.go AddConfigInfoMetadata)", Position: b.positionNow(&prim, "metadata.name")})
 	if st.subsetIndex >= 0 {
 		st.istioMetadata().Fields["subset"] = structpb.NewStringValue(st.subset)
 		o := b.origin(b.subsetSource(st.subsetIndex), "name")
@@ -612,6 +638,12 @@ func (st *clusterState) finish() {
 		st.set("commonLbConfig", "{}", istioDefault("always present on service clusters (buildCluster)"))
 	}
 }
+
+// rawBufferConfig is the typed config of a raw_buffer transport socket.
+var rawBufferConfig = sync.OnceValue(func() *anypb.Any { return mustAny(&rawbufferv3.RawBuffer{}) })
+
+// copyAny returns a new Any with the type and bytes of a (the bytes are shared, never written).
+func copyAny(a *anypb.Any) *anypb.Any { return &anypb.Any{TypeUrl: a.TypeUrl, Value: a.Value} }
 
 // mustAny mirrors protoconv.MessageToAny: deterministic bytes under type.googleapis.com/.
 func mustAny(m proto.Message) *anypb.Any {

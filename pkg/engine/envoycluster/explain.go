@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -38,11 +39,103 @@ func Explain(snap *model.Snapshot, q Query) (*explain.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	candidates, err := ix.ResolveHost(q.Host, q.Namespace)
+	return NewExplainer(ix, proxy).Explain(q)
+}
+
+// Explainer explains the outbound clusters of one client proxy, host after host, over one index
+// of a snapshot: the index keeps the proxy's sidecar scope, so explaining every host the proxy
+// sees is one pass over the mesh. It is safe for concurrent use.
+type Explainer struct {
+	ix    *index.Index
+	snap  *model.Snapshot
+	proxy *index.Proxy
+	// envoyFilters are the D30 diagnostics of the proxy.
+	envoyFilters []explain.Diagnostic
+
+	// mu guards mtls, the NamespaceMTLS of the service namespaces seen so far.
+	mu   sync.Mutex
+	mtls map[string]NamespaceMTLS
+}
+
+// namespaceMTLS is index.NamespaceMTLSMode of namespace, once per namespace.
+func (e *Explainer) namespaceMTLS(namespace string) NamespaceMTLS {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	m, ok := e.mtls[namespace]
+	if !ok {
+		mode, origin := e.ix.NamespaceMTLSMode(namespace)
+		m = NamespaceMTLS{Mode: mode, Origin: origin}
+		if e.mtls == nil {
+			e.mtls = map[string]NamespaceMTLS{}
+		}
+		e.mtls[namespace] = m
+	}
+	return m
+}
+
+// NewExplainer returns the Explainer of proxy (from ix.Proxy) over ix.
+func NewExplainer(ix *index.Index, proxy *index.Proxy) *Explainer {
+	snap := ix.Snapshot()
+	return &Explainer{ix: ix, snap: snap, proxy: proxy, envoyFilters: envoyFilterDiagnostics(snap, proxy)}
+}
+
+// Hosts are the hostnames of every registry service, sorted: the hosts Host can be asked about.
+func (e *Explainer) Hosts() []string {
+	var out []string
+	for _, s := range e.ix.Services() {
+		if n := len(out); n == 0 || out[n-1] != s.Hostname {
+			out = append(out, s.Hostname)
+		}
+	}
+	return out
+}
+
+// HostClusters is what an Explainer finds for one host: the service the proxy has clusters for,
+// how its scope imports it, the DestinationRule selected, and the clusters of every port and
+// subset.
+type HostClusters struct {
+	// Host is the hostname.
+	Host string
+	// Service is the service the proxy has clusters for; nil when the host is outside the
+	// proxy's scope (Diagnostics say why).
+	Service *index.Service
+	// Scope says how the proxy's sidecar scope imports Service.
+	Scope *index.Scope
+	// Selection is the DestinationRule selection for the proxy and Service.
+	Selection index.Selection
+	// Diagnostics are those of the sidecar scope, the DestinationRule selection, the host and
+	// the routes, in that order and unsorted. The clusters carry their own.
+	Diagnostics []explain.Diagnostic
+	// Warnings say what is not reconstructed.
+	Warnings []string
+	// Clusters are the clusters of every port (default cluster, then subsets, port by port),
+	// including those istiod drops (nil Cluster). Nil for an ExternalName alias. The file
+	// positions of their origins are left to ResolvePositions.
+	Clusters []Built
+
+	snap      *model.Snapshot
+	positions positionCache
+}
+
+// ResolvePositions fills in the file positions of the origins of Clusters, looking each field
+// up once.
+func (h *HostClusters) ResolvePositions() {
+	resolvePositions(h.snap, h.positions, h.Clusters)
+}
+
+// Host explains every cluster the proxy has for hostname (a full hostname, as Hosts lists).
+func (e *Explainer) Host(hostname string) (*HostClusters, error) {
+	return e.host(hostname, 0, "")
+}
+
+// Explain is the package Explain for the Explainer's proxy (q.From is not read).
+func (e *Explainer) Explain(q Query) (*explain.Result, error) {
+	candidates, err := e.ix.ResolveHost(q.Host, q.Namespace)
 	if err != nil {
 		return nil, err
 	}
 	host := candidates[0].Hostname
+	proxy := e.proxy
 	res := &explain.Result{
 		APIVersion: explain.APIVersion,
 		Kind:       explain.KindClusterExplanation,
@@ -50,13 +143,17 @@ func Explain(snap *model.Snapshot, q Query) (*explain.Result, error) {
 		Proxy:      resultProxy(proxy),
 		Objects:    []explain.Object{},
 	}
-	if why, ok := snap.Incomplete["PeerAuthentication"]; ok {
+	if why, ok := e.snap.Incomplete["PeerAuthentication"]; ok {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("mTLS inference is incomplete: PeerAuthentications could not be read (%s); auto-mTLS assumes there are none", why))
 	}
-	svc, scopeDiags, scope := ix.ServiceForProxy(proxy, host)
-	res.Diagnostics = append(res.Diagnostics, scopeDiags...)
-	res.Diagnostics = append(res.Diagnostics, envoyFilterDiagnostics(snap, proxy)...)
-	if svc == nil {
+	hc, err := e.host(host, q.Port, q.Subset)
+	if err != nil {
+		return nil, err
+	}
+	res.Diagnostics = append(res.Diagnostics, hc.Diagnostics...)
+	res.Diagnostics = append(res.Diagnostics, e.envoyFilters...)
+	res.Warnings = append(res.Warnings, hc.Warnings...)
+	if hc.Service == nil {
 		// Not in the proxy's scope: istiod builds no cluster for it (D7 says why).
 		if q.Port != 0 && !hasPort(candidates[0].Ports, q.Port) {
 			return nil, invalidPort(candidates[0], q.Port)
@@ -64,81 +161,98 @@ func Explain(snap *model.Snapshot, q Query) (*explain.Result, error) {
 		res.Diagnostics = sortDiagnostics(res.Diagnostics)
 		return res, nil
 	}
-	res.Subject.Namespace = svc.Namespace
-	ref := svc.Ref
+	res.Subject.Namespace = hc.Service.Namespace
+	ref := hc.Service.Ref
 	res.Subject.Resource = &ref
+	hc.ResolvePositions()
+	for _, bc := range hc.Clusters {
+		if q.Subset != "" && bc.Subset != q.Subset {
+			continue
+		}
+		res.Diagnostics = append(res.Diagnostics, bc.Diagnostics...)
+		if bc.Cluster == nil {
+			continue
+		}
+		obj, err := clusterObject(bc, proxy, hc.Selection.Rule)
+		if err != nil {
+			return nil, err
+		}
+		res.Objects = append(res.Objects, obj)
+	}
+	slices.SortStableFunc(res.Objects, func(a, b explain.Object) int { return cmp.Compare(a.Name, b.Name) })
+	res.Diagnostics = sortDiagnostics(res.Diagnostics)
+	return res, nil
+}
 
+// host explains hostname for the Explainer's proxy, narrowed to one port (0: all) and checked
+// against one subset ("": none). Outside the scope only the scope diagnostics are computed, and
+// port is not checked.
+func (e *Explainer) host(hostname string, port uint32, subset string) (*HostClusters, error) {
+	ix, proxy := e.ix, e.proxy
+	out := &HostClusters{Host: hostname}
+	svc, scopeDiags, scope := ix.ServiceForProxy(proxy, hostname)
+	out.Diagnostics = append(out.Diagnostics, scopeDiags...)
+	if svc == nil {
+		return out, nil
+	}
+	out.Service, out.Scope = svc, scope
 	sel := ix.DestinationRule(proxy, svc)
-	res.Diagnostics = append(res.Diagnostics, sel.Diagnostics...)
-	res.Diagnostics = append(res.Diagnostics, ix.HostDiagnostics(proxy, svc, sel)...)
-	res.Diagnostics = append(res.Diagnostics, ix.RouteDiagnostics(proxy, svc, sel)...)
+	out.Selection = sel
+	out.Diagnostics = append(out.Diagnostics, sel.Diagnostics...)
+	out.Diagnostics = append(out.Diagnostics, ix.HostDiagnostics(proxy, svc, sel)...)
+	out.Diagnostics = append(out.Diagnostics, ix.RouteDiagnostics(proxy, svc, sel)...)
 
 	full := svc
 	if scope != nil && scope.Full != nil {
 		full = scope.Full
 	}
-	if q.Port != 0 && !hasPort(full.Ports, q.Port) {
-		return nil, invalidPort(full, q.Port)
+	if port != 0 && !hasPort(full.Ports, port) {
+		return nil, invalidPort(full, port)
 	}
-	if q.Subset != "" && !hasSubset(sel.Rule, q.Subset) {
-		return nil, invalidSubset(svc, sel.Rule, q.Subset)
+	if subset != "" && !hasSubset(sel.Rule, subset) {
+		return nil, invalidSubset(svc, sel.Rule, subset)
 	}
 	switch {
 	case svc.Resolution == index.Alias:
 		// ExternalName: no cluster (D28 comes from the index).
-		res.Diagnostics = sortDiagnostics(res.Diagnostics)
-		return res, nil
+		return out, nil
 	case svc.Resolution == index.DynamicDNS && strings.HasPrefix(svc.Hostname, "*"):
-		res.Warnings = append(res.Warnings, fmt.Sprintf("%s is a DYNAMIC_DNS wildcard ServiceEntry: its dynamic forward proxy clusters are not reconstructed", svc.Hostname))
-		res.Diagnostics = sortDiagnostics(res.Diagnostics)
-		return res, nil
+		out.Warnings = append(out.Warnings, fmt.Sprintf("%s is a DYNAMIC_DNS wildcard ServiceEntry: its dynamic forward proxy clusters are not reconstructed", svc.Hostname))
+		return out, nil
 	}
 
-	mode, modeOrigin := ix.NamespaceMTLSMode(svc.Namespace)
 	in := Input{
-		Mesh:         snap.MeshConfig,
-		Snapshot:     snap,
-		Proxy:        proxy,
-		Service:      svc,
-		Rule:         sel.Rule,
-		MTLS:         NamespaceMTLS{Mode: mode, Origin: modeOrigin},
-		WorkloadMTLS: ix.WorkloadPeerAuthentications(svc),
-		Flags:        DefaultFlags(),
+		Mesh:           e.snap.MeshConfig,
+		Snapshot:       e.snap,
+		Proxy:          proxy,
+		Service:        svc,
+		Rule:           sel.Rule,
+		MTLS:           e.namespaceMTLS(svc.Namespace),
+		WorkloadMTLS:   ix.WorkloadPeerAuthentications(svc),
+		Flags:          DefaultFlags(),
+		positions:      positionCache{},
+		deferPositions: true,
 	}
-	for i, port := range svc.Ports {
-		if q.Port != 0 && port.Number != q.Port {
+	out.snap, out.positions = e.snap, in.positions
+	for i, p := range svc.Ports {
+		if port != 0 && p.Number != port {
 			continue
 		}
 		// InferencePool services build only their first port (cluster.go buildOutboundClusters).
 		if i > 0 && svc.Labels["internal.istio.io/service-semantics"] == "inferencepool" {
 			continue
 		}
-		if port.Protocol == "UDP" {
+		if p.Protocol == "UDP" {
 			continue
 		}
-		in.Port = port
+		in.Port = p
 		built, err := BuildClusters(in)
 		if err != nil {
 			return nil, err
 		}
-		for _, bc := range built {
-			if q.Subset != "" && bc.Subset != q.Subset {
-				continue
-			}
-			res.Diagnostics = append(res.Diagnostics, bc.Diagnostics...)
-			if bc.Cluster == nil {
-				continue
-			}
-			obj, err := clusterObject(bc, proxy, sel.Rule)
-			if err != nil {
-				return nil, err
-			}
-			res.Objects = append(res.Objects, obj)
-		}
+		out.Clusters = append(out.Clusters, built...)
 	}
-	slices.SortStableFunc(res.Objects, func(a, b explain.Object) int { return cmp.Compare(a.Name, b.Name) })
-	res.Diagnostics = sortDiagnostics(res.Diagnostics)
-	return res, nil
+	return out, nil
 }
 
 // Clusters returns the generated clusters of a cluster explanation, in output order.

@@ -1,7 +1,6 @@
 package envoycluster
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -53,11 +52,8 @@ func (s source) title() string {
 // origin returns the origin of field (relative to the TrafficPolicy, CRD spelling) of source s.
 func (b *builder) origin(s source, field string) provenance.Origin {
 	path := s.prefix + "." + field
-	o := provenance.Origin{Layer: s.layer, Field: path}
-	if s.ref != nil {
-		r := *s.ref
-		o.Resource = &r
-	}
+	// The Ref is shared by every origin of the source: origins are never changed.
+	o := provenance.Origin{Layer: s.layer, Field: path, Resource: s.ref}
 	if s.mesh {
 		o.Position = b.meshPosition()
 		return o
@@ -66,12 +62,85 @@ func (b *builder) origin(s source, field string) provenance.Origin {
 	return o
 }
 
+// positionCache holds the file positions of fields (nil when the snapshot knows none), each
+// looked up once. unresolved marks a position a deferred build asked for and nobody has read yet.
+type positionCache map[positionKey]*provenance.Position
+
+type positionKey struct {
+	object model.ObjectKey
+	field  string
+}
+
+var unresolved = &provenance.Position{}
+
 // position returns the file position of a field of an object, when the snapshot knows it.
+// Origins of the same field share the Position. When the build defers positions it returns nil
+// and notes the field: resolvePositions fills it in, from the origin's Resource and Field.
 func (b *builder) position(ref *provenance.Ref, field string) *provenance.Position {
 	if b.in.Snapshot == nil || ref == nil {
 		return nil
 	}
-	return b.in.Snapshot.FieldPosition(model.ObjectKey{Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name}, field)
+	k := positionKey{model.ObjectKey{Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name}, field}
+	if p, ok := b.in.positions[k]; ok {
+		if p == unresolved {
+			return nil
+		}
+		return p
+	}
+	if b.in.deferPositions {
+		b.in.positions[k] = unresolved
+		return nil
+	}
+	p := b.in.Snapshot.FieldPosition(k.object, field)
+	b.in.positions[k] = p
+	return p
+}
+
+// positionNow is position for an origin whose Field is not the field located: never deferred,
+// and kept apart (its key starts with a NUL byte) so that resolvePositions does not read it.
+func (b *builder) positionNow(ref *provenance.Ref, field string) *provenance.Position {
+	if b.in.Snapshot == nil || ref == nil {
+		return nil
+	}
+	k := positionKey{model.ObjectKey{Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name}, "\x00" + field}
+	if p, ok := b.in.positions[k]; ok {
+		return p
+	}
+	p := b.in.Snapshot.FieldPosition(k.object, field)
+	b.in.positions[k] = p
+	return p
+}
+
+// resolvePositions fills in the positions deferred by the builds of bs: every origin without a
+// position whose Resource and Field a build asked the position of.
+func resolvePositions(snap *model.Snapshot, cache positionCache, bs []Built) {
+	if snap == nil || len(cache) == 0 {
+		return
+	}
+	fill := func(o *provenance.Origin) {
+		if o.Position != nil || o.Resource == nil || o.Field == "" {
+			return
+		}
+		k := positionKey{model.ObjectKey{Kind: o.Resource.Kind, Namespace: o.Resource.Namespace, Name: o.Resource.Name}, o.Field}
+		p, ok := cache[k]
+		if !ok {
+			return
+		}
+		if p == unresolved {
+			p = snap.FieldPosition(k.object, k.field)
+			cache[k] = p
+		}
+		o.Position = p
+	}
+	for i := range bs {
+		for j := range bs[i].Origins {
+			t := &bs[i].Origins[j]
+			fill(&t.Origin)
+			for k := range t.Shadowed {
+				fill(&t.Shadowed[k].Origin)
+			}
+		}
+	}
 }
 
 func (b *builder) meshPosition() *provenance.Position {
@@ -119,12 +188,11 @@ func flagOrigin(name, note string) provenance.Origin {
 
 // registryOrigin is a value derived from the Service or ServiceEntry.
 func (b *builder) registryOrigin(field, note string) provenance.Origin {
-	ref := b.in.Service.Ref
 	o := provenance.Origin{Layer: provenance.LayerRegistry, Field: field, Note: note}
-	if !ref.IsZero() {
-		o.Resource = &ref
+	if ref := b.serviceRef; ref != nil {
+		o.Resource = ref
 		if field != "" {
-			o.Position = b.position(&ref, field)
+			o.Position = b.position(ref, field)
 		}
 	}
 	return o
@@ -142,10 +210,14 @@ func (b *builder) proxyOrigin(field, note string) provenance.Origin {
 
 // portField is the CRD path of the service port in the Service (`port`) or ServiceEntry (`number`).
 func (b *builder) portField() string {
-	if b.in.Service.Kubernetes {
-		return fmt.Sprintf("spec.ports[port=%d]", b.in.Port.Number)
+	if b.portPath == "" {
+		if b.in.Service.Kubernetes {
+			b.portPath = "spec.ports[port=" + fmtU32(b.in.Port.Number) + "]"
+		} else {
+			b.portPath = "spec.ports[number=" + fmtU32(b.in.Port.Number) + "]"
+		}
 	}
-	return fmt.Sprintf("spec.ports[number=%d]", b.in.Port.Number)
+	return b.portPath
 }
 
 func fmtDuration(d *durationpb.Duration) string {

@@ -3,11 +3,11 @@ package envoycluster
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	proxyprotocolv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/proxy_protocol/v3"
-	rawbufferv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/raw_buffer/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -179,7 +179,7 @@ func defaultTransportSocketMatch() *clusterv3.Cluster_TransportSocketMatch {
 		Name:  "tlsMode-disabled",
 		Match: &structpb.Struct{},
 		TransportSocket: &corev3.TransportSocket{Name: "envoy.transport_sockets.raw_buffer",
-			ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: mustAny(&rawbufferv3.RawBuffer{})}},
+			ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: copyAny(rawBufferConfig())}},
 	}
 }
 
@@ -255,8 +255,24 @@ func exactMatchers(in []string) []*matcherv3.StringMatcher {
 }
 
 // sdsSecret mirrors pkg/model ConstructSdsSecretConfig: istio-agent SDS over the sds-grpc
-// cluster; the default and ROOTCA resources also wait 0s on first fetch.
+// cluster; the default and ROOTCA resources also wait 0s on first fetch. Those two are shared:
+// the TLS contexts holding them are marshalled into the cluster, never changed.
 func sdsSecret(name string) *tlsv3.SdsSecretConfig {
+	switch name {
+	case "default":
+		return defaultSecret()
+	case "ROOTCA":
+		return rootCASecret()
+	}
+	return newSDSSecret(name)
+}
+
+var (
+	defaultSecret = sync.OnceValue(func() *tlsv3.SdsSecretConfig { return newSDSSecret("default") })
+	rootCASecret  = sync.OnceValue(func() *tlsv3.SdsSecretConfig { return newSDSSecret("ROOTCA") })
+)
+
+func newSDSSecret(name string) *tlsv3.SdsSecretConfig {
 	src := &corev3.ConfigSource{
 		ConfigSourceSpecifier: &corev3.ConfigSource_ApiConfigSource{ApiConfigSource: &corev3.ApiConfigSource{
 			ApiType:                   corev3.ApiConfigSource_GRPC,
@@ -471,7 +487,7 @@ func (st *clusterState) applyProxyProtocol(pp *networking.TrafficPolicy_ProxyPro
 		st.set(p+".typedConfig.config", "PROXY protocol "+ver.String(), o)
 	}
 	if c.TransportSocket == nil && len(c.TransportSocketMatches) == 0 {
-		raw := &corev3.TransportSocket{Name: "raw_buffer", ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: mustAny(&rawbufferv3.RawBuffer{})}}
+		raw := &corev3.TransportSocket{Name: "raw_buffer", ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: copyAny(rawBufferConfig())}}
 		c.TransportSocket = wrap(raw, "envoy.transport_sockets.upstream_proxy_protocol")
 		trace("transportSocket")
 		st.set("transportSocket.typedConfig.transportSocket", "raw_buffer (plaintext)", istioDefault("no TLS: PROXY protocol wraps a raw socket"))

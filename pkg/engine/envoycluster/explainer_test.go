@@ -1,0 +1,141 @@
+package envoycluster
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
+	loader "github.com/mesh-explain/kubectl-mesh-explain/pkg/source"
+)
+
+// TestExplainerMatchesExplain explains every host of every cluster scenario twice: with Explain,
+// which builds a new index per call, and with one Explainer per scenario, which keeps the index
+// and the proxy's scope across hosts. The results must be identical, and Host must give the
+// clusters of Explain once its positions are resolved.
+func TestExplainerMatchesExplain(t *testing.T) {
+	root := scenarioRoot(t)
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosts := 0
+	for _, e := range entries {
+		dir := filepath.Join(root, e.Name())
+		if _, err := os.Stat(filepath.Join(dir, "args")); !e.IsDir() || err != nil {
+			continue
+		}
+		t.Run(e.Name(), func(t *testing.T) {
+			q := scenarioQuery(t, dir)
+			snap, err := loader.LoadFiles(scenarioFiles(t, dir), q.Namespace)
+			if err != nil {
+				t.Fatalf("loading: %v", err)
+			}
+			ix := index.Build(snap)
+			proxyNs := q.From.Namespace
+			if proxyNs == "" {
+				proxyNs = q.Namespace
+			}
+			proxy, err := ix.Proxy(string(q.From.Kind), proxyNs, q.From.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ex := NewExplainer(ix, proxy)
+			for _, h := range ex.Hosts() {
+				hosts++
+				hq := Query{Host: h, Namespace: q.Namespace, From: q.From}
+				want, wantErr := Explain(snap, hq)
+				got, gotErr := ex.Explain(hq)
+				if !sameError(wantErr, gotErr) {
+					t.Fatalf("%s: Explain error %v, Explainer error %v", h, wantErr, gotErr)
+				}
+				if wantErr != nil {
+					continue
+				}
+				if d := cmp.Diff(resultJSON(t, want), resultJSON(t, got)); d != "" {
+					t.Errorf("%s: Explainer differs from Explain (-Explain +Explainer):\n%s", h, d)
+				}
+				hc, err := ex.Host(h)
+				if err != nil {
+					t.Fatalf("%s: Host: %v", h, err)
+				}
+				checkHostClusters(t, h, hc, want)
+			}
+		})
+	}
+	if hosts == 0 {
+		t.Fatal("no hosts explained")
+	}
+}
+
+// checkHostClusters compares the clusters of Host with the objects of Explain: before
+// ResolvePositions the origins lack only positions, after it they are the same.
+func checkHostClusters(t *testing.T, host string, hc *HostClusters, want *explain.Result) {
+	t.Helper()
+	byName := map[string]explain.Object{}
+	for _, o := range want.Objects {
+		byName[o.Name] = o
+	}
+	var built []Built
+	for _, bc := range hc.Clusters {
+		if bc.Cluster != nil {
+			built = append(built, bc)
+		}
+	}
+	if len(built) != len(want.Objects) {
+		t.Fatalf("%s: Host built %d clusters, Explain %d", host, len(built), len(want.Objects))
+	}
+	withoutPositions := func(ts []provenance.FieldTrace) []provenance.FieldTrace {
+		out := slices.Clone(ts)
+		for i := range out {
+			out[i].Origin.Position = nil
+			out[i].Shadowed = slices.Clone(out[i].Shadowed)
+			for j := range out[i].Shadowed {
+				out[i].Shadowed[j].Origin.Position = nil
+			}
+		}
+		return out
+	}
+	for _, bc := range built {
+		o, ok := byName[bc.Name]
+		if !ok {
+			t.Fatalf("%s: Host built %s, which Explain does not", host, bc.Name)
+		}
+		if d := cmp.Diff(withoutPositions(o.Origins), withoutPositions(bc.Origins)); d != "" {
+			t.Errorf("%s: origins of %s differ beyond positions (-Explain +Host):\n%s", host, bc.Name, d)
+		}
+	}
+	hc.ResolvePositions()
+	for _, bc := range built {
+		if d := cmp.Diff(byName[bc.Name].Origins, bc.Origins); d != "" {
+			t.Errorf("%s: resolved origins of %s differ (-Explain +Host):\n%s", host, bc.Name, d)
+		}
+	}
+}
+
+func sameError(a, b error) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	var ia, ib *explain.InvalidQueryError
+	if errors.As(a, &ia) != errors.As(b, &ib) {
+		return false
+	}
+	return a.Error() == b.Error()
+}
+
+func resultJSON(t *testing.T, r *explain.Result) string {
+	t.Helper()
+	js, err := json.MarshalIndent(r, "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(js)
+}
