@@ -225,7 +225,10 @@ func (w WorkloadMTLS) ModeForPort(port uint32) MTLSMode {
 // BestEffortInferServiceMTLSMode ignores these; the server sidecar does not, which is what the
 // TLS-conflict diagnostics need.
 func (ix *Index) WorkloadPeerAuthentications(svc *Service) []WorkloadMTLS {
-	byPA := map[provenance.Ref]*WorkloadMTLS{}
+	if len(ix.peerAuthn.workload) == 0 {
+		return nil
+	}
+	var byPA map[provenance.Ref]*WorkloadMTLS
 	var order []provenance.Ref
 	for _, port := range sortedPorts(svc.Endpoints) {
 		for _, ep := range svc.Endpoints[port] {
@@ -240,6 +243,9 @@ func (ix *Index) WorkloadPeerAuthentications(svc *Service) []WorkloadMTLS {
 			ref := paRef(pa)
 			wm := byPA[ref]
 			if wm == nil {
+				if byPA == nil {
+					byPA = map[provenance.Ref]*WorkloadMTLS{}
+				}
 				wm = ix.composeWorkload(ns, pa)
 				byPA[ref] = wm
 				order = append(order, ref)

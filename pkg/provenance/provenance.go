@@ -189,6 +189,15 @@ type Recorder struct {
 	// its one Shadow; shadows marks those entries (nil while there is none).
 	log     []FieldTrace
 	shadows []bool
+	// keys and order are the buffers of sorted, kept for the next read.
+	keys  []sortKey
+	order []int32
+}
+
+// sortKey is one log entry as sorted sorts it.
+type sortKey struct {
+	path string
+	i    int32
 }
 
 // NewRecorder returns an empty Recorder.
@@ -196,6 +205,13 @@ func NewRecorder() *Recorder { return &Recorder{} }
 
 // NewRecorderSize returns an empty Recorder with room for n entries.
 func NewRecorderSize(n int) *Recorder { return &Recorder{log: make([]FieldTrace, 0, n)} }
+
+// Reset empties the Recorder, keeping its buffers for the next object.
+func (r *Recorder) Reset() {
+	clear(r.log)
+	r.log = r.log[:0]
+	r.shadows = nil
+}
 
 // Set records that path now holds value from origin. An earlier value at the same path becomes
 // a Shadow of the new one.
@@ -297,26 +313,34 @@ func (r *Recorder) Len() int { return len(r.log) }
 // sorted returns the indexes of the log sorted by path, entries of one path in recording order,
 // and whether every path has exactly one entry, a value.
 func (r *Recorder) sorted() ([]int32, bool) {
-	order := make([]int32, len(r.log))
-	for i := range order {
-		order[i] = int32(i)
+	n := len(r.log)
+	if cap(r.keys) < n {
+		r.keys = make([]sortKey, n, cap(r.log))
+		r.order = make([]int32, n, cap(r.log))
 	}
-	slices.SortFunc(order, func(a, b int32) int {
-		if c := strings.Compare(r.log[a].Path, r.log[b].Path); c != 0 {
+	keys, order := r.keys[:n], r.order[:n]
+	for i := range keys {
+		keys[i] = sortKey{path: r.log[i].Path, i: int32(i)}
+	}
+	slices.SortFunc(keys, func(a, b sortKey) int {
+		if c := strings.Compare(a.path, b.path); c != 0 {
 			return c
 		}
-		return int(a) - int(b)
+		return int(a.i) - int(b.i)
 	})
 	single := r.shadows == nil || !slices.Contains(r.shadows, true)
-	for i := 1; single && i < len(order); i++ {
-		if r.log[order[i]].Path == r.log[order[i-1]].Path {
+	for i := range keys {
+		order[i] = keys[i].i
+		if single && i > 0 && keys[i].path == keys[i-1].path {
 			single = false
 		}
 	}
+	clear(keys)
 	return order, single
 }
 
-// folded returns the traces sorted by path, given sorted.
+// folded returns the traces sorted by path, given sorted: each path's entries folded into one
+// trace, written in place into the result (a path set once is copied as it is).
 func (r *Recorder) folded(order []int32) []FieldTrace {
 	n := 0
 	for i := range order {
@@ -324,13 +348,19 @@ func (r *Recorder) folded(order []int32) []FieldTrace {
 			n++
 		}
 	}
-	out := make([]FieldTrace, 0, n)
+	out := make([]FieldTrace, n)
+	w := 0
 	for i := 0; i < len(order); {
 		j := i + 1
 		for j < len(order) && r.log[order[j]].Path == r.log[order[i]].Path {
 			j++
 		}
-		out = append(out, r.fold(order[i:j]))
+		if k := int(order[i]); j == i+1 && !r.isShadow(k) {
+			out[w] = r.log[k]
+		} else {
+			out[w] = r.fold(order[i:j])
+		}
+		w++
 		i = j
 	}
 	return out
@@ -350,56 +380,11 @@ func (r *Recorder) Traces() []FieldTrace {
 }
 
 // TakeTraces returns the recorded traces sorted by path, as Traces does, and leaves the Recorder
-// empty. The caller owns the slice, which is the Recorder's log sorted and folded in place.
+// empty. The caller owns the slice; the Recorder keeps its buffers for the next object.
 func (r *Recorder) TakeTraces() []FieldTrace {
-	order, single := r.sorted()
-	// Apply the permutation in place, cycle by cycle: entry i becomes the entry at order[i].
-	log, shadows := r.log, r.shadows
-	for i := range order {
-		if order[i] < 0 {
-			continue
-		}
-		tmp := log[i]
-		var tmpShadow bool
-		if shadows != nil {
-			tmpShadow = shadows[i]
-		}
-		j := i
-		for {
-			k := int(order[j])
-			order[j] = -1
-			if k == i {
-				log[j] = tmp
-				if shadows != nil {
-					shadows[j] = tmpShadow
-				}
-				break
-			}
-			log[j] = log[k]
-			if shadows != nil {
-				shadows[j] = shadows[k]
-			}
-			j = k
-		}
-	}
-	if !single {
-		// Fold each run of one path into its first slot; runs only move left.
-		w := 0
-		for i := 0; i < len(log); {
-			cur := r.step(FieldTrace{}, true, i)
-			j := i + 1
-			for ; j < len(log) && log[j].Path == log[i].Path; j++ {
-				cur = r.step(cur, false, j)
-			}
-			log[w] = cur
-			w++
-			i = j
-		}
-		clear(log[w:])
-		log = log[:w]
-	}
-	r.log, r.shadows = nil, nil
-	return log
+	out := r.Traces()
+	r.Reset()
+	return out
 }
 
 // IsBelow reports whether path p lies strictly below prefix (`a.b.c` and `a.b[0]` lie below `a.b`).

@@ -29,14 +29,18 @@ type builder struct {
 	in    Input
 	mesh  *meshv1alpha1.MeshConfig
 	flags Flags
-	// traces is the number of traces of the last cluster built, the room the next one gets.
-	traces int
 	// cares is the typed config of the c-ares DNS resolver, made on first use.
 	cares *anypb.Any
 	// serviceRef is the Resource of registry origins, nil when the service has no Ref.
 	serviceRef *provenance.Ref
 	// portPath is portField, made on first use.
 	portPath string
+	// rulePrimary and ruleConfig are the Resource and the `istio.config` metadata of the rule's
+	// primary DestinationRule, made on first use.
+	rulePrimary *provenance.Ref
+	ruleConfig  string
+	// mutual is the ISTIO_MUTUAL context of the last cluster that had one.
+	mutual *mutualContext
 }
 
 func (b *builder) caresConfig() *anypb.Any {
@@ -98,7 +102,7 @@ func newBuilder(in Input) (*builder, error) {
 	if in.positions == nil {
 		in.positions = positionCache{}
 	}
-	b := &builder{in: in, mesh: mesh, flags: in.Flags, traces: 48}
+	b := &builder{in: in, mesh: mesh, flags: in.Flags}
 	if ref := in.Service.Ref; !ref.IsZero() {
 		b.serviceRef = &ref
 	}
@@ -198,7 +202,9 @@ func (b *builder) build(i int) Built {
 	}
 	host := b.in.Service.Hostname
 	port := b.in.Port.Number
-	st := &clusterState{b: b, rec: provenance.NewRecorderSize(b.traces), d: d, eff: eff, subset: subset, subsetIndex: i,
+	rec := getRecorder()
+	defer putRecorder(rec)
+	st := &clusterState{b: b, rec: rec, d: d, eff: eff, subset: subset, subsetIndex: i,
 		defaultSNI: sniName(subset, host, port)}
 	name := clusterName(subset, host, port)
 	out := Built{Name: name, Subset: subset}
@@ -213,10 +219,21 @@ func (b *builder) build(i int) Built {
 	st.finish()
 	st.addShadows()
 	out.Cluster = st.c
-	b.traces = st.rec.Len()
 	out.Origins = st.rec.TakeTraces()
 	out.Diagnostics = sortDiagnostics(d.list)
 	return out
+}
+
+// recorders holds the Recorders of finished builds: their buffers, grown to the size of a
+// cluster, are reused by the next build.
+var recorders = sync.Pool{New: func() any { return provenance.NewRecorderSize(64) }}
+
+func getRecorder() *provenance.Recorder { return recorders.Get().(*provenance.Recorder) }
+
+// putRecorder empties rec and returns it to recorders.
+func putRecorder(rec *provenance.Recorder) {
+	rec.Reset()
+	recorders.Put(rec)
 }
 
 // set records a trace (scratch states record too: their traces become shadows).
@@ -602,11 +619,15 @@ func (st *clusterState) applyRuleMetadata() {
 	if r == nil {
 		return
 	}
-	cfg := "/apis/networking.istio.io/v1/namespaces/" + r.Primary.Namespace + "/destination-rule/" + r.Primary.Name
+	if b.rulePrimary == nil {
+		prim := r.Primary
+		b.rulePrimary = &prim
+		b.ruleConfig = "/apis/networking.istio.io/v1/namespaces/" + r.Primary.Namespace + "/destination-rule/" + r.Primary.Name
+	}
+	cfg, prim := b.ruleConfig, b.rulePrimary
 	st.istioMetadata().Fields["config"] = structpb.NewStringValue(cfg)
-	prim := r.Primary
-	st.set(pIstioMeta+".config", cfg, provenance.Origin{Layer: provenance.LayerDestinationRule, Resource: &prim,
-		Note: "the first DestinationRule of the merge names the cluster (util.go AddConfigInfoMetadata)", Position: b.positionNow(&prim, "metadata.name")})
+	st.set(pIstioMeta+".config", cfg, provenance.Origin{Layer: provenance.LayerDestinationRule, Resource: prim,
+		Note: "the first DestinationRule of the merge names the cluster (util.go AddConfigInfoMetadata)", Position: b.positionNow(prim, "metadata.name")})
 	if st.subsetIndex >= 0 {
 		st.istioMetadata().Fields["subset"] = structpb.NewStringValue(st.subset)
 		o := b.origin(b.subsetSource(st.subsetIndex), "name")

@@ -3,6 +3,7 @@ package envoycluster
 import (
 	"strconv"
 	"strings"
+	"sync"
 
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -51,7 +52,7 @@ func (s source) title() string {
 
 // origin returns the origin of field (relative to the TrafficPolicy, CRD spelling) of source s.
 func (b *builder) origin(s source, field string) provenance.Origin {
-	path := s.prefix + "." + field
+	path := joinField(s.prefix, field)
 	// The Ref is shared by every origin of the source: origins are never changed.
 	o := provenance.Origin{Layer: s.layer, Field: path, Resource: s.ref}
 	if s.mesh {
@@ -60,6 +61,34 @@ func (b *builder) origin(s source, field string) provenance.Origin {
 	}
 	o.Position = b.position(s.ref, path)
 	return o
+}
+
+// fieldPaths holds the joined CRD paths of origin, shared by every build: the prefixes and
+// fields are few (policy paths, port numbers, subset names) and every cluster asks again.
+var fieldPaths = struct {
+	sync.RWMutex
+	m map[[2]string]string
+}{m: map[[2]string]string{}}
+
+// maxFieldPaths bounds fieldPaths; beyond it paths are joined on every call.
+const maxFieldPaths = 1 << 16
+
+// joinField returns prefix + "." + field.
+func joinField(prefix, field string) string {
+	k := [2]string{prefix, field}
+	fieldPaths.RLock()
+	p, ok := fieldPaths.m[k]
+	fieldPaths.RUnlock()
+	if ok {
+		return p
+	}
+	p = prefix + "." + field
+	fieldPaths.Lock()
+	if len(fieldPaths.m) < maxFieldPaths {
+		fieldPaths.m[k] = p
+	}
+	fieldPaths.Unlock()
+	return p
 }
 
 // positionCache holds the file positions of fields (nil when the snapshot knows none), each
@@ -102,7 +131,11 @@ func (b *builder) positionNow(ref *provenance.Ref, field string) *provenance.Pos
 	if b.in.Snapshot == nil || ref == nil {
 		return nil
 	}
-	k := positionKey{model.ObjectKey{Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name}, "\x00" + field}
+	key := "\x00metadata.name" // the field every caller asks, without joining
+	if field != "metadata.name" {
+		key = "\x00" + field
+	}
+	k := positionKey{model.ObjectKey{Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name}, key}
 	if p, ok := b.in.positions[k]; ok {
 		return p
 	}

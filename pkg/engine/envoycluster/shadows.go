@@ -50,7 +50,9 @@ func (st *clusterState) addShadows() {
 			continue
 		}
 		sc := st.scratchFor(dr)
-		for _, t := range sc.rec.Traces() {
+		traces := sc.rec.Traces()
+		putRecorder(sc.rec)
+		for _, t := range traces {
 			if t.NotSent || t.Origin.Layer != dr.src.layer || !strings.HasPrefix(t.Origin.Field, prefix) {
 				continue
 			}
@@ -67,7 +69,7 @@ func (st *clusterState) scratchFor(dr dropped) *clusterState {
 	eff.src[dr.block] = dr.src
 	c := &clusterv3.Cluster{Name: st.c.Name, ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: st.c.GetType()},
 		CommonLbConfig: &clusterv3.Cluster_CommonLbConfig{}}
-	sc := &clusterState{b: st.b, c: c, rec: provenance.NewRecorder(), d: &diagnostics{off: true}, eff: eff,
+	sc := &clusterState{b: st.b, c: c, rec: getRecorder(), d: &diagnostics{off: true}, eff: eff,
 		subset: st.subset, subsetIndex: st.subsetIndex, defaultSNI: st.defaultSNI, scratch: true}
 	if st.hpo != nil {
 		sc.hpo = proto.Clone(st.hpo).(*httpv3.HttpProtocolOptions)

@@ -2,6 +2,7 @@ package envoycluster
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -10,6 +11,8 @@ import (
 	proxyprotocolv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/proxy_protocol/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 	networking "istio.io/api/networking/v1alpha3"
@@ -138,7 +141,7 @@ func (st *clusterState) applyTLS(userTLS *networking.ClientTLSSettings, pp *netw
 	// rest) except on ORIGINAL_DST clusters; a user-supplied mode is a plain transport_socket with
 	// no per-endpoint fallback. The socket paths are decided before recording so PROXY protocol
 	// wrapping (applied last) is traced at its final place.
-	c := st.c
+	b, c := st.b, st.c
 	ts, mode := st.upstreamTLSSettings(userTLS)
 	st.tlsDiagnostics(userTLS, ts, mode)
 	ctx, ok := st.tlsContext(ts)
@@ -154,7 +157,7 @@ func (st *clusterState) applyTLS(userTLS *networking.ClientTLSSettings, pp *netw
 	}
 	switch {
 	case ctx != nil && matches:
-		sock := &corev3.TransportSocket{Name: "envoy.transport_sockets.tls", ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: mustAny(ctx)}}
+		sock := &corev3.TransportSocket{Name: "envoy.transport_sockets.tls", ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: b.tlsAny(ctx)}}
 		c.TransportSocketMatches = []*clusterv3.Cluster_TransportSocketMatch{
 			{Name: "tlsMode-istio", Match: &structpb.Struct{Fields: map[string]*structpb.Value{"tlsMode": structpb.NewStringValue("istio")}}, TransportSocket: sock},
 			defaultTransportSocketMatch(),
@@ -166,7 +169,7 @@ func (st *clusterState) applyTLS(userTLS *networking.ClientTLSSettings, pp *netw
 		st.set("transportSocketMatches[1]", "tlsMode-disabled: plaintext",
 			istioDefault("endpoints without a sidecar get plaintext (defaultTransportSocketMatch)"))
 	case ctx != nil:
-		c.TransportSocket = &corev3.TransportSocket{Name: "envoy.transport_sockets.tls", ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: mustAny(ctx)}}
+		c.TransportSocket = &corev3.TransportSocket{Name: "envoy.transport_sockets.tls", ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: b.tlsAny(ctx)}}
 		st.traceTLSContext(ppPrefix("transportSocket"), ctx, ts)
 	}
 	if pp != nil {
@@ -203,27 +206,23 @@ func (st *clusterState) tlsContext(ts *tlsSettings) (*tlsv3.UpstreamTlsContext, 
 	}
 	switch tls.Mode {
 	case networking.ClientTLSSettings_ISTIO_MUTUAL:
-		ctx := &tlsv3.UpstreamTlsContext{CommonTlsContext: defaultCommonTLSContext(), Sni: tls.Sni}
-		ctx.CommonTlsContext.TlsCertificateSdsSecretConfigs = []*tlsv3.SdsSecretConfig{sdsSecret("default")}
-		ctx.CommonTlsContext.ValidationContextType = &tlsv3.CommonTlsContext_CombinedValidationContext{
-			CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
-				DefaultValidationContext:         &tlsv3.CertificateValidationContext{MatchSubjectAltNames: exactMatchers(tls.SubjectAltNames)},
-				ValidationContextSdsSecretConfig: sdsSecret("ROOTCA"),
-			}}
-		if ctx.Sni == "" {
-			ctx.Sni = st.c.Name
-		}
 		h2 := st.hpo.GetExplicitHttpConfig().GetHttp2ProtocolOptions() != nil
 		mx := b.flags.MetadataExchange && !b.flags.DisableMxALPN
+		var alpn []string
 		switch {
 		case h2 && mx:
-			ctx.CommonTlsContext.AlpnProtocols = []string{"istio-peer-exchange", "istio", "h2"}
+			alpn = alpnMxH2
 		case h2:
-			ctx.CommonTlsContext.AlpnProtocols = []string{"istio", "h2"}
+			alpn = alpnH2
 		case mx:
-			ctx.CommonTlsContext.AlpnProtocols = []string{"istio-peer-exchange", "istio"}
+			alpn = alpnMx
 		default:
-			ctx.CommonTlsContext.AlpnProtocols = []string{"istio"}
+			alpn = alpnIstio
+		}
+		ctx := b.istioMutualContext(tls.SubjectAltNames, alpn)
+		ctx.Sni = tls.Sni
+		if ctx.Sni == "" {
+			ctx.Sni = st.c.Name
 		}
 		ts.certs = istioDefault("the workload certificate served by istio-agent SDS (default)")
 		ts.root = istioDefault("the mesh root certificate served by istio-agent SDS (ROOTCA)")
@@ -234,6 +233,62 @@ func (st *clusterState) tlsContext(ts *tlsSettings) (*tlsv3.UpstreamTlsContext, 
 		return st.constructUpstreamTLS(ts, true)
 	}
 	return nil, true
+}
+
+// The in-mesh ALPN lists of ISTIO_MUTUAL contexts (util.ALPNInMesh and its variants).
+var (
+	alpnMxH2  = []string{"istio-peer-exchange", "istio", "h2"}
+	alpnH2    = []string{"istio", "h2"}
+	alpnMx    = []string{"istio-peer-exchange", "istio"}
+	alpnIstio = []string{"istio"}
+)
+
+// mutualContext is the ISTIO_MUTUAL UpstreamTlsContext of the last cluster of a builder. The
+// clusters of one port differ only in SNI unless a subset names other subject alt names: the
+// context is reused with its SNI replaced, and its bytes without SNI are marshalled once.
+type mutualContext struct {
+	sans, alpn []string
+	ctx        *tlsv3.UpstreamTlsContext
+	// noSNI is the deterministic encoding of ctx without SNI.
+	noSNI []byte
+}
+
+// istioMutualContext returns the ISTIO_MUTUAL context for sans and alpn, its Sni to be set by
+// the caller. The context is the builder's: it is marshalled into the cluster, never kept.
+func (b *builder) istioMutualContext(sans, alpn []string) *tlsv3.UpstreamTlsContext {
+	if m := b.mutual; m != nil && slices.Equal(m.sans, sans) && slices.Equal(m.alpn, alpn) {
+		return m.ctx
+	}
+	ctx := &tlsv3.UpstreamTlsContext{CommonTlsContext: defaultCommonTLSContext()}
+	ctx.CommonTlsContext.TlsCertificateSdsSecretConfigs = []*tlsv3.SdsSecretConfig{sdsSecret("default")}
+	ctx.CommonTlsContext.ValidationContextType = &tlsv3.CommonTlsContext_CombinedValidationContext{
+		CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
+			DefaultValidationContext:         &tlsv3.CertificateValidationContext{MatchSubjectAltNames: exactMatchers(sans)},
+			ValidationContextSdsSecretConfig: sdsSecret("ROOTCA"),
+		}}
+	ctx.CommonTlsContext.AlpnProtocols = alpn
+	b.mutual = &mutualContext{sans: sans, alpn: alpn, ctx: ctx, noSNI: mustAny(ctx).Value}
+	return ctx
+}
+
+// upstreamTLSType is the type URL of an UpstreamTlsContext in an Any.
+const upstreamTLSType = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext"
+
+// tlsAny is mustAny(ctx). For the builder's ISTIO_MUTUAL context it appends the SNI (field 2,
+// the last one set) to the bytes without it: deterministic marshalling writes fields in number
+// order, so the result is the same.
+func (b *builder) tlsAny(ctx *tlsv3.UpstreamTlsContext) *anypb.Any {
+	m := b.mutual
+	if m == nil || ctx != m.ctx {
+		return mustAny(ctx)
+	}
+	v := make([]byte, len(m.noSNI), len(m.noSNI)+len(ctx.Sni)+8)
+	copy(v, m.noSNI)
+	if ctx.Sni != "" {
+		v = protowire.AppendTag(v, 2, protowire.BytesType)
+		v = protowire.AppendString(v, ctx.Sni)
+	}
+	return &anypb.Any{TypeUrl: upstreamTLSType, Value: v}
 }
 
 func defaultCommonTLSContext() *tlsv3.CommonTlsContext {
@@ -416,46 +471,97 @@ func (st *clusterState) setAutoSniAndSanValidation(tls *networking.ClientTLSSett
 	}
 }
 
+// tlsPaths are the output paths traceTLSContext writes below one transport socket.
+type tlsPaths struct {
+	name, minVersion, maxVersion, ecdhCurves, cipherSuites, certs string
+	sans, anyCert, crl, root, noVerify, alpn, sni                 string
+}
+
+func newTLSPaths(p string) *tlsPaths {
+	t := p + ".typedConfig"
+	cc := t + ".commonTlsContext"
+	vp := cc + ".combinedValidationContext"
+	return &tlsPaths{
+		name:         p + ".name",
+		minVersion:   cc + ".tlsParams.tlsMinimumProtocolVersion",
+		maxVersion:   cc + ".tlsParams.tlsMaximumProtocolVersion",
+		ecdhCurves:   cc + ".tlsParams.ecdhCurves",
+		cipherSuites: cc + ".tlsParams.cipherSuites",
+		certs:        cc + ".tlsCertificateSdsSecretConfigs",
+		sans:         vp + ".defaultValidationContext.matchSubjectAltNames",
+		anyCert:      vp + ".defaultValidationContext",
+		crl:          vp + ".defaultValidationContext.crl",
+		root:         vp + ".validationContextSdsSecretConfig",
+		noVerify:     cc + ".validationContext",
+		alpn:         cc + ".alpnProtocols",
+		sni:          t + ".sni",
+	}
+}
+
+// knownTLSPaths are the tlsPaths of the sockets applyTLS writes: the transport socket or the
+// first transport socket match, bare or wrapped in PROXY protocol.
+var knownTLSPaths = sync.OnceValue(func() map[string]*tlsPaths {
+	m := map[string]*tlsPaths{}
+	for _, p := range []string{"transportSocket", "transportSocketMatches[0].transportSocket"} {
+		m[p] = newTLSPaths(p)
+		m[p+".typedConfig.transportSocket"] = newTLSPaths(p + ".typedConfig.transportSocket")
+	}
+	return m
+})
+
+func tlsPathsFor(p string) *tlsPaths {
+	if t, ok := knownTLSPaths()[p]; ok {
+		return t
+	}
+	return newTLSPaths(p)
+}
+
 // traceTLSContext records the origin of every part of an UpstreamTlsContext at socket path p.
 func (st *clusterState) traceTLSContext(p string, ctx *tlsv3.UpstreamTlsContext, ts *tlsSettings) {
-	mode := ts.tls.Mode.String()
+	mode := "envoy.transport_sockets.tls: " + ts.tls.Mode.String()
 	if ts.auto {
-		mode = "ISTIO_MUTUAL (auto-mTLS)"
+		mode = "envoy.transport_sockets.tls: ISTIO_MUTUAL (auto-mTLS)"
 	}
-	st.set(p+".name", "envoy.transport_sockets.tls: "+mode, ts.mode)
-	t := p + ".typedConfig"
+	paths := tlsPathsFor(p)
+	st.set(paths.name, mode, ts.mode)
 	cc := ctx.CommonTlsContext
 	tp := istioDefault("Istio's upstream TLS versions (defaultUpstreamCommonTLSContext)")
-	st.set(t+".commonTlsContext.tlsParams.tlsMinimumProtocolVersion", cc.TlsParams.TlsMinimumProtocolVersion.String(), tp)
-	st.set(t+".commonTlsContext.tlsParams.tlsMaximumProtocolVersion", cc.TlsParams.TlsMaximumProtocolVersion.String(), tp)
+	st.set(paths.minVersion, cc.TlsParams.TlsMinimumProtocolVersion.String(), tp)
+	st.set(paths.maxVersion, cc.TlsParams.TlsMaximumProtocolVersion.String(), tp)
 	if len(cc.TlsParams.EcdhCurves) > 0 {
-		st.set(t+".commonTlsContext.tlsParams.ecdhCurves", strings.Join(cc.TlsParams.EcdhCurves, ","), st.b.meshOrigin("tlsDefaults.ecdhCurves"))
+		st.set(paths.ecdhCurves, strings.Join(cc.TlsParams.EcdhCurves, ","), st.b.meshOrigin("tlsDefaults.ecdhCurves"))
 	}
 	if len(cc.TlsParams.CipherSuites) > 0 {
-		st.set(t+".commonTlsContext.tlsParams.cipherSuites", strings.Join(cc.TlsParams.CipherSuites, ","), st.b.meshOrigin("tlsDefaults.cipherSuites"))
+		st.set(paths.cipherSuites, strings.Join(cc.TlsParams.CipherSuites, ","), st.b.meshOrigin("tlsDefaults.cipherSuites"))
 	}
 	if len(cc.TlsCertificateSdsSecretConfigs) > 0 {
-		st.set(t+".commonTlsContext.tlsCertificateSdsSecretConfigs", cc.TlsCertificateSdsSecretConfigs[0].GetName(), ts.certs)
+		st.set(paths.certs, cc.TlsCertificateSdsSecretConfigs[0].GetName(), ts.certs)
 	}
 	switch v := cc.ValidationContextType.(type) {
 	case *tlsv3.CommonTlsContext_CombinedValidationContext:
 		dvc := v.CombinedValidationContext.GetDefaultValidationContext()
-		vp := t + ".commonTlsContext.combinedValidationContext"
-		if len(dvc.GetMatchSubjectAltNames()) > 0 {
-			var names []string
-			for _, m := range dvc.GetMatchSubjectAltNames() {
-				names = append(names, m.GetExact())
+		if ms := dvc.GetMatchSubjectAltNames(); len(ms) > 0 {
+			names := ms[0].GetExact()
+			if len(ms) > 1 {
+				var b strings.Builder
+				for i, m := range ms {
+					if i > 0 {
+						b.WriteString(", ")
+					}
+					b.WriteString(m.GetExact())
+				}
+				names = b.String()
 			}
-			st.set(vp+".defaultValidationContext.matchSubjectAltNames", strings.Join(names, ", "), ts.sans)
+			st.set(paths.sans, names, ts.sans)
 		} else if dvc.GetCrl() == nil {
-			st.set(vp+".defaultValidationContext", "{} (any certificate from the trusted CA)", withNote(ts.sans, "no subject alt names to match"))
+			st.set(paths.anyCert, "{} (any certificate from the trusted CA)", withNote(ts.sans, "no subject alt names to match"))
 		}
 		if dvc.GetCrl() != nil {
-			st.set(vp+".defaultValidationContext.crl", dvc.GetCrl().GetFilename(), st.blockOrigin(bTLS, "tls.caCrl"))
+			st.set(paths.crl, dvc.GetCrl().GetFilename(), st.blockOrigin(bTLS, "tls.caCrl"))
 		}
-		st.set(vp+".validationContextSdsSecretConfig", v.CombinedValidationContext.GetValidationContextSdsSecretConfig().GetName(), ts.root)
+		st.set(paths.root, v.CombinedValidationContext.GetValidationContextSdsSecretConfig().GetName(), ts.root)
 	case *tlsv3.CommonTlsContext_ValidationContext:
-		st.set(t+".commonTlsContext.validationContext", "{} (no verification)", st.blockOrigin(bTLS, "tls.insecureSkipVerify"))
+		st.set(paths.noVerify, "{} (no verification)", st.blockOrigin(bTLS, "tls.insecureSkipVerify"))
 	}
 	if len(cc.AlpnProtocols) > 0 {
 		o := istioDefault("in-mesh ALPN (util.ALPNInMesh…)")
@@ -465,11 +571,23 @@ func (st *clusterState) traceTLSContext(p string, ctx *tlsv3.UpstreamTlsContext,
 		case st.b.flags.MetadataExchange && !st.b.flags.DisableMxALPN:
 			o = flagOrigin("PILOT_ENABLE_METADATA_EXCHANGE", "istio-peer-exchange ALPN for metadata exchange; h2 on HTTP/2 clusters")
 		}
-		st.set(t+".commonTlsContext.alpnProtocols", strings.Join(cc.AlpnProtocols, ","), o)
+		st.set(paths.alpn, joinALPN(cc.AlpnProtocols), o)
 	}
 	if ctx.Sni != "" {
-		st.set(t+".sni", ctx.Sni, ts.sni)
+		st.set(paths.sni, ctx.Sni, ts.sni)
 	}
+}
+
+// joinALPN is the display form of an ALPN list, the protocols joined by commas (the in-mesh
+// lists without allocating).
+func joinALPN(protos []string) string {
+	if len(protos) == 2 && protos[0] == "istio-peer-exchange" && protos[1] == "istio" {
+		return "istio-peer-exchange,istio"
+	}
+	if len(protos) == 3 && protos[0] == "istio-peer-exchange" && protos[1] == "istio" && protos[2] == "h2" {
+		return "istio-peer-exchange,istio,h2"
+	}
+	return strings.Join(protos, ",")
 }
 
 // applyProxyProtocol mirrors cluster_traffic_policy.go applyUpstreamProxyProtocol: every transport

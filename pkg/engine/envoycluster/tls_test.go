@@ -1,7 +1,9 @@
 package envoycluster
 
 import (
+	"bytes"
 	"slices"
+	"strings"
 	"testing"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -356,4 +358,22 @@ func TestProxyProtocolWrapsEveryTransportSocket(t *testing.T) {
 	want = withRule(edsCluster(httpPort, ""), "")
 	want.TransportSocket = wrap(&corev3.TransportSocket{Name: "raw_buffer", ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: raw}})
 	requireCluster(t, want, b.Cluster)
+}
+
+// TestTLSAnyEqualsMarshal checks that the ISTIO_MUTUAL context bytes assembled from the cached
+// encoding without SNI are those of marshalling the whole context.
+func TestTLSAnyEqualsMarshal(t *testing.T) {
+	b := &builder{}
+	for _, sans := range [][]string{nil, {"spiffe://cluster.local/ns/a/sa/b"}, {"x", "y"}} {
+		for _, alpn := range [][]string{alpnMxH2, alpnH2, alpnMx, alpnIstio} {
+			for _, sni := range []string{"outbound_.80_._.a.b.svc.cluster.local", strings.Repeat("s", 300)} {
+				ctx := b.istioMutualContext(sans, alpn)
+				ctx.Sni = sni
+				got, want := b.tlsAny(ctx), mustAny(ctx)
+				if got.TypeUrl != want.TypeUrl || !bytes.Equal(got.Value, want.Value) {
+					t.Errorf("sans %v alpn %v sni %q: tlsAny differs from mustAny", sans, alpn, sni)
+				}
+			}
+		}
+	}
 }
