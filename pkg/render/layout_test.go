@@ -2,6 +2,7 @@ package render
 
 import (
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -94,6 +95,79 @@ func TestTextWidth(t *testing.T) {
 	for _, s := range []string{"", "abc", "ab\ncdef\n", "↳ note", "\x1b[1mbold\x1b[0m", "a\tb", "日本"} {
 		if got, want := textWidth(s), lipgloss.Width(s); got != want {
 			t.Errorf("textWidth(%q) = %d, want %d", s, got, want)
+		}
+	}
+}
+
+// referenceFitColumns is the greedy narrowing of fitColumns with every line count taken from
+// referenceWrapCell on each call.
+func referenceFitColumns(headers []string, rows [][]string, width int) []int {
+	n := len(headers)
+	natural := make([]int, n)
+	floor := make([]int, n)
+	for i, h := range headers {
+		natural[i] = lipgloss.Width(h)
+		floor[i] = natural[i]
+	}
+	for _, row := range rows {
+		for i := 0; i < n && i < len(row); i++ {
+			natural[i] = max(natural[i], lipgloss.Width(row[i]))
+		}
+	}
+	widths := append([]int(nil), natural...)
+	for i := range floor {
+		floor[i] = min(natural[i], max(floor[i], minColumn, width/5))
+	}
+	budget := width - (n-1)*columnGap
+	total := 0
+	for _, w := range widths {
+		total += w
+	}
+	lines := func(col, w int) int {
+		c := 0
+		for _, row := range rows {
+			if col < len(row) {
+				c += strings.Count(referenceWrapCell(row[col], w), "\n") + 1
+			}
+		}
+		return c
+	}
+	for total > budget {
+		best, bestCost := -1, 0
+		for i := range widths {
+			if widths[i] <= floor[i] {
+				continue
+			}
+			cost := lines(i, widths[i]-1) - lines(i, widths[i])
+			if best < 0 || cost < bestCost || (cost == bestCost && widths[i] > widths[best]) {
+				best, bestCost = i, cost
+			}
+		}
+		if best < 0 {
+			break
+		}
+		widths[best]--
+		total--
+	}
+	return widths
+}
+
+func TestFitColumnsMatchesReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 100 {
+		headers := []string{"FIELD", "VALUE", "ORIGIN", "SHADOWED"}[:2+r.IntN(3)]
+		rows := make([][]string, r.IntN(12))
+		for i := range rows {
+			rows[i] = make([]string, len(headers))
+			for j := range rows[i] {
+				rows[i][j] = randomCellText(r)
+			}
+		}
+		width := 20 + r.IntN(140)
+		got := fitColumns(headers, measureCells(rows), width)
+		want := referenceFitColumns(headers, rows, width)
+		if !slices.Equal(got, want) {
+			t.Fatalf("fitColumns(%q, width %d) = %v, want %v", rows, width, got, want)
 		}
 	}
 }
