@@ -397,13 +397,7 @@ func (l *loader) loadDocument(d document, js []byte, inherit *header) {
 		l.issue(model.LoadIssue{Severity: "error", Position: d.at("metadata"), Field: "metadata.name", Message: fmt.Sprintf("%s has no name; the object is skipped", h.Kind)})
 		return
 	}
-	ns := h.Metadata.Namespace
-	switch {
-	case ki.cluster:
-		ns = ""
-	case ns == "":
-		ns = l.spec.DefaultNamespace
-	}
+	ns := l.objectNamespace(ki, h.Metadata.Namespace)
 	if l.spec.FilterFiles && !l.planned(ki, ns, h.Metadata.Name) {
 		// A cluster read with the same plan would not return it.
 		return
@@ -498,4 +492,16 @@ func (l *loader) loadConfigMap(d document, js []byte, h header, gv schema.GroupV
 	y, ok := cm.Data[MeshConfigKey]
 	pos := d.at("data." + MeshConfigKey)
 	l.fileMesh = &meshInput{yaml: y, hasKey: ok, ref: ref, pos: pos}
+}
+
+// objectNamespace is the namespace an object of kind ki declared in ns is read into:
+// none for a cluster-scoped kind, the default namespace when ns is empty.
+func (l *loader) objectNamespace(ki *kindInfo, ns string) string {
+	switch {
+	case ki.cluster:
+		return ""
+	case ns == "":
+		return l.spec.DefaultNamespace
+	}
+	return ns
 }

@@ -516,12 +516,7 @@ func (l *loader) skips(h header) bool {
 	if !ki.serves(gv.Version) || h.Metadata.Name == "" || !l.spec.FilterFiles {
 		return false
 	}
-	switch {
-	case ki.cluster:
-		ns = ""
-	case ns == "":
-		ns = l.spec.DefaultNamespace
-	}
+	ns = l.objectNamespace(ki, ns)
 	return !l.planned(ki, ns, h.Metadata.Name)
 }
 

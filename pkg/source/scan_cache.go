@@ -226,13 +226,7 @@ func (l *loader) predecode(js []byte) (out *decoded) {
 	if ki == nil || !ki.serves(gv.Version) {
 		return nil
 	}
-	ns := h.Metadata.Namespace
-	switch {
-	case ki.cluster:
-		ns = ""
-	case ns == "":
-		ns = l.spec.DefaultNamespace
-	}
+	ns := l.objectNamespace(ki, h.Metadata.Namespace)
 	if l.spec.FilterFiles && !l.planned(ki, ns, h.Metadata.Name) {
 		return nil
 	}
