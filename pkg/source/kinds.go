@@ -2,8 +2,10 @@ package source
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 
+	"google.golang.org/protobuf/proto"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	networkingv1alpha3 "istio.io/client-go/pkg/apis/networking/v1alpha3"
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
@@ -66,11 +68,41 @@ type kindInfo struct {
 	istio    bool
 	cluster  bool
 	decode   func(js []byte) (object, []fieldError)
+	// fresh returns a new, empty object of an Istio kind and the parts decoders fill; decode
+	// is decodeIstio on it (set in init).
+	fresh func() istioParts
 	// list reads one page of the kind in namespace ns ("" for all namespaces); nil for a kind
 	// that is only read by name (Node).
 	list func(ctx context.Context, c *clients, ns string, opts metav1.ListOptions) ([]object, string, error)
 	// get reads one object of a cluster-scoped kind by name.
 	get func(ctx context.Context, c *clients, name string) (object, error)
+}
+
+// istioParts is a new Istio object and the parts of it that decoders fill.
+type istioParts struct {
+	o    object
+	tm   *metav1.TypeMeta
+	om   *metav1.ObjectMeta
+	spec istioSpec
+}
+
+// istioSpec is the spec of an Istio object: a proto message with istio.io/api's UnmarshalJSON
+// (the legacy jsonpb decoder istiod's clientset uses).
+type istioSpec interface {
+	proto.Message
+	json.Unmarshaler
+}
+
+func init() {
+	for _, ki := range kindTable {
+		if ki.fresh != nil && ki.decode == nil {
+			fresh := ki.fresh
+			ki.decode = func(js []byte) (object, []fieldError) {
+				p := fresh()
+				return decodeIstio(js, p.o, p.tm, p.om, p.spec)
+			}
+		}
+	}
 }
 
 // apiVersion is the group/version of the Go type objects are decoded into.
@@ -152,9 +184,9 @@ var kindTable = []*kindInfo{
 	},
 	{
 		kind: KindServiceEntry, group: groupNetworking, versions: networkingVersions, resource: "serviceentries", istio: true,
-		decode: func(js []byte) (object, []fieldError) {
+		fresh: func() istioParts {
 			o := &networkingv1.ServiceEntry{}
-			return decodeIstio(js, o, &o.TypeMeta, &o.ObjectMeta, &o.Spec)
+			return istioParts{o, &o.TypeMeta, &o.ObjectMeta, &o.Spec}
 		},
 		list: func(ctx context.Context, c *clients, ns string, o metav1.ListOptions) ([]object, string, error) {
 			l, err := c.istio.NetworkingV1().ServiceEntries(ns).List(ctx, o)
@@ -166,9 +198,9 @@ var kindTable = []*kindInfo{
 	},
 	{
 		kind: KindWorkloadEntry, group: groupNetworking, versions: networkingVersions, resource: "workloadentries", istio: true,
-		decode: func(js []byte) (object, []fieldError) {
+		fresh: func() istioParts {
 			o := &networkingv1.WorkloadEntry{}
-			return decodeIstio(js, o, &o.TypeMeta, &o.ObjectMeta, &o.Spec)
+			return istioParts{o, &o.TypeMeta, &o.ObjectMeta, &o.Spec}
 		},
 		list: func(ctx context.Context, c *clients, ns string, o metav1.ListOptions) ([]object, string, error) {
 			l, err := c.istio.NetworkingV1().WorkloadEntries(ns).List(ctx, o)
@@ -180,9 +212,9 @@ var kindTable = []*kindInfo{
 	},
 	{
 		kind: KindDestinationRule, group: groupNetworking, versions: networkingVersions, resource: "destinationrules", istio: true,
-		decode: func(js []byte) (object, []fieldError) {
+		fresh: func() istioParts {
 			o := &networkingv1.DestinationRule{}
-			return decodeIstio(js, o, &o.TypeMeta, &o.ObjectMeta, &o.Spec)
+			return istioParts{o, &o.TypeMeta, &o.ObjectMeta, &o.Spec}
 		},
 		list: func(ctx context.Context, c *clients, ns string, o metav1.ListOptions) ([]object, string, error) {
 			l, err := c.istio.NetworkingV1().DestinationRules(ns).List(ctx, o)
@@ -194,9 +226,9 @@ var kindTable = []*kindInfo{
 	},
 	{
 		kind: KindVirtualService, group: groupNetworking, versions: networkingVersions, resource: "virtualservices", istio: true,
-		decode: func(js []byte) (object, []fieldError) {
+		fresh: func() istioParts {
 			o := &networkingv1.VirtualService{}
-			return decodeIstio(js, o, &o.TypeMeta, &o.ObjectMeta, &o.Spec)
+			return istioParts{o, &o.TypeMeta, &o.ObjectMeta, &o.Spec}
 		},
 		list: func(ctx context.Context, c *clients, ns string, o metav1.ListOptions) ([]object, string, error) {
 			l, err := c.istio.NetworkingV1().VirtualServices(ns).List(ctx, o)
@@ -208,9 +240,9 @@ var kindTable = []*kindInfo{
 	},
 	{
 		kind: KindSidecar, group: groupNetworking, versions: networkingVersions, resource: "sidecars", istio: true,
-		decode: func(js []byte) (object, []fieldError) {
+		fresh: func() istioParts {
 			o := &networkingv1.Sidecar{}
-			return decodeIstio(js, o, &o.TypeMeta, &o.ObjectMeta, &o.Spec)
+			return istioParts{o, &o.TypeMeta, &o.ObjectMeta, &o.Spec}
 		},
 		list: func(ctx context.Context, c *clients, ns string, o metav1.ListOptions) ([]object, string, error) {
 			l, err := c.istio.NetworkingV1().Sidecars(ns).List(ctx, o)
@@ -222,9 +254,9 @@ var kindTable = []*kindInfo{
 	},
 	{
 		kind: KindEnvoyFilter, group: groupNetworking, versions: []string{"v1alpha3"}, resource: "envoyfilters", istio: true,
-		decode: func(js []byte) (object, []fieldError) {
+		fresh: func() istioParts {
 			o := &networkingv1alpha3.EnvoyFilter{}
-			return decodeIstio(js, o, &o.TypeMeta, &o.ObjectMeta, &o.Spec)
+			return istioParts{o, &o.TypeMeta, &o.ObjectMeta, &o.Spec}
 		},
 		list: func(ctx context.Context, c *clients, ns string, o metav1.ListOptions) ([]object, string, error) {
 			l, err := c.istio.NetworkingV1alpha3().EnvoyFilters(ns).List(ctx, o)
@@ -236,9 +268,9 @@ var kindTable = []*kindInfo{
 	},
 	{
 		kind: KindPeerAuthentication, group: groupSecurity, versions: securityVersions, resource: "peerauthentications", istio: true,
-		decode: func(js []byte) (object, []fieldError) {
+		fresh: func() istioParts {
 			o := &securityv1.PeerAuthentication{}
-			return decodeIstio(js, o, &o.TypeMeta, &o.ObjectMeta, &o.Spec)
+			return istioParts{o, &o.TypeMeta, &o.ObjectMeta, &o.Spec}
 		},
 		list: func(ctx context.Context, c *clients, ns string, o metav1.ListOptions) ([]object, string, error) {
 			l, err := c.istio.SecurityV1().PeerAuthentications(ns).List(ctx, o)
@@ -250,9 +282,9 @@ var kindTable = []*kindInfo{
 	},
 	{
 		kind: KindAuthorizationPolicy, group: groupSecurity, versions: securityVersions, resource: "authorizationpolicies", istio: true,
-		decode: func(js []byte) (object, []fieldError) {
+		fresh: func() istioParts {
 			o := &securityv1.AuthorizationPolicy{}
-			return decodeIstio(js, o, &o.TypeMeta, &o.ObjectMeta, &o.Spec)
+			return istioParts{o, &o.TypeMeta, &o.ObjectMeta, &o.Spec}
 		},
 		list: func(ctx context.Context, c *clients, ns string, o metav1.ListOptions) ([]object, string, error) {
 			l, err := c.istio.SecurityV1().AuthorizationPolicies(ns).List(ctx, o)

@@ -6,8 +6,6 @@ import (
 
 	networking "istio.io/api/networking/v1alpha3"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
-	networkingv1alpha3 "istio.io/client-go/pkg/apis/networking/v1alpha3"
-	securityv1 "istio.io/client-go/pkg/apis/security/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -58,41 +56,17 @@ func decodeVirtualService(_ *kindInfo, env *liveEnvelope[lightVirtualService]) (
 
 // decodeEnvelope is decodeLive for an object of another kind whose envelope is already read.
 func decodeEnvelope(ki *kindInfo, env *liveEnvelope[json.RawMessage]) (object, error) {
-	var (
-		o    object
-		spec json.Unmarshaler
-	)
-	switch ki.kind {
-	case KindServiceEntry:
-		x := &networkingv1.ServiceEntry{TypeMeta: env.TypeMeta, ObjectMeta: env.Metadata.ObjectMeta}
-		o, spec = x, &x.Spec
-	case KindWorkloadEntry:
-		x := &networkingv1.WorkloadEntry{TypeMeta: env.TypeMeta, ObjectMeta: env.Metadata.ObjectMeta}
-		o, spec = x, &x.Spec
-	case KindDestinationRule:
-		x := &networkingv1.DestinationRule{TypeMeta: env.TypeMeta, ObjectMeta: env.Metadata.ObjectMeta}
-		o, spec = x, &x.Spec
-	case KindSidecar:
-		x := &networkingv1.Sidecar{TypeMeta: env.TypeMeta, ObjectMeta: env.Metadata.ObjectMeta}
-		o, spec = x, &x.Spec
-	case KindEnvoyFilter:
-		x := &networkingv1alpha3.EnvoyFilter{TypeMeta: env.TypeMeta, ObjectMeta: env.Metadata.ObjectMeta}
-		o, spec = x, &x.Spec
-	case KindPeerAuthentication:
-		x := &securityv1.PeerAuthentication{TypeMeta: env.TypeMeta, ObjectMeta: env.Metadata.ObjectMeta}
-		o, spec = x, &x.Spec
-	case KindAuthorizationPolicy:
-		x := &securityv1.AuthorizationPolicy{TypeMeta: env.TypeMeta, ObjectMeta: env.Metadata.ObjectMeta}
-		o, spec = x, &x.Spec
-	default:
+	if ki.fresh == nil || ki.kind == KindVirtualService {
 		return nil, fmt.Errorf("%s is not an Istio kind", ki.kind)
 	}
+	p := ki.fresh()
+	*p.tm, *p.om = env.TypeMeta, env.Metadata.ObjectMeta
 	if len(env.Spec) > 0 && !isNull(env.Spec) {
-		if err := spec.UnmarshalJSON(env.Spec); err != nil {
-			return nil, fmt.Errorf("decoding %s %s/%s: %w", ki.kind, o.GetNamespace(), o.GetName(), err)
+		if err := p.spec.UnmarshalJSON(env.Spec); err != nil {
+			return nil, fmt.Errorf("decoding %s %s/%s: %w", ki.kind, p.o.GetNamespace(), p.o.GetName(), err)
 		}
 	}
-	return o, nil
+	return p.o, nil
 }
 
 // The part of a VirtualService the cluster engine reads (pkg/index routes.go and scope.go):
