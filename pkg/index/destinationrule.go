@@ -429,9 +429,12 @@ func stepName(step int) string {
 	return ""
 }
 
+// consolidated is the entry as a ConsolidatedRule. Its Spec is the entry's own (a copy of the
+// input made when the index was built), shared by every selection of the entry, as istiod shares
+// its consolidated rules between proxies.
 func (e *drEntry) consolidated() *ConsolidatedRule {
 	r := &ConsolidatedRule{
-		Spec:    proto.Clone(e.spec).(*networking.DestinationRule),
+		Spec:    e.spec,
 		Primary: e.primary.ref,
 	}
 	for _, d := range e.from {

@@ -397,7 +397,9 @@ func TestDestinationRuleLookupPrecedence(t *testing.T) {
 	}
 }
 
-func TestConsolidatedRuleIsACopy(t *testing.T) {
+// TestConsolidatedRuleIsTheIndexCopy checks that a selection never hands out the input object
+// (the index resolves the host in its own copy), and that selections of one rule share it.
+func TestConsolidatedRuleIsTheIndexCopy(t *testing.T) {
 	host := "reviews.bookinfo.svc.cluster.local"
 	in := dr("reviews", "bookinfo", "reviews", subsets("v1"))
 	ix := Build(snapshot(in))
@@ -405,15 +407,20 @@ func TestConsolidatedRuleIsACopy(t *testing.T) {
 	if sel.Rule == nil {
 		t.Fatal("no rule")
 	}
-	sel.Rule.Spec.Subsets[0].Name = "changed"
-	if in.Spec.Host != "reviews" || in.Spec.Subsets[0].Name != "v1" {
+	if sel.Rule.Spec == &in.Spec {
+		t.Fatal("the selection holds the input object")
+	}
+	if in.Spec.Host != "reviews" {
 		t.Errorf("input object changed: %v", &in.Spec)
 	}
-	again := ix.DestinationRule(nsProxy("bookinfo"), svcFor(host, "bookinfo"))
-	if diff := cmp.Diff([]string{"v1"}, subsetNames(again.Rule)); diff != "" {
-		t.Errorf("index changed by a caller (-want +got):\n%s", diff)
+	if sel.Rule.Spec.GetHost() != host {
+		t.Errorf("host = %q, want the resolved %q", sel.Rule.Spec.GetHost(), host)
 	}
-	if again.Rule.Spec.GetHost() != host {
-		t.Errorf("host = %q, want the resolved %q", again.Rule.Spec.GetHost(), host)
+	again := ix.DestinationRule(nsProxy("bookinfo"), svcFor(host, "bookinfo"))
+	if again.Rule.Spec != sel.Rule.Spec {
+		t.Error("two selections of one rule hold different copies of it")
+	}
+	if diff := cmp.Diff([]string{"v1"}, subsetNames(again.Rule)); diff != "" {
+		t.Errorf("subsets (-want +got):\n%s", diff)
 	}
 }

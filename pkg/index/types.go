@@ -120,7 +120,8 @@ type Proxy struct {
 // ConsolidatedRule is the merged DestinationRule istiod hands to cluster building for one host
 // (pilot/pkg/model/destination_rule.go ConsolidatedDestRule), with the contributor of each part.
 type ConsolidatedRule struct {
-	// Spec is the merged rule (a deep copy; never the input object).
+	// Spec is the merged rule: the index's copy, never the input object, shared by every
+	// selection of the rule. Read it; never write it.
 	Spec *networking.DestinationRule
 	// Primary is the first DestinationRule of the merge: its metadata is what istiod writes
 	// into the cluster's `istio.config` metadata.

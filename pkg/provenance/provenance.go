@@ -189,9 +189,37 @@ type Recorder struct {
 	// its one Shadow; shadows marks those entries (nil while there is none).
 	log     []FieldTrace
 	shadows []bool
-	// keys and order are the buffers of sorted, kept for the next read.
-	keys  []sortKey
+	// keys is the buffer of sorted, kept for the next read.
+	keys []sortKey
+	// orders are the sorted orders of the last path sequences read, next the one to replace:
+	// objects of one kind record the same paths in the same order, so most reads reuse an order
+	// instead of sorting again.
+	orders [orderMemo]pathOrder
+	next   int
+}
+
+// orderMemo is the number of path sequences a Recorder remembers the order of.
+const orderMemo = 16
+
+// pathOrder is the sorted order of one sequence of log paths.
+type pathOrder struct {
+	paths []string
 	order []int32
+	// repeated: some path occurs more than once.
+	repeated bool
+}
+
+// matches reports whether the log has exactly the paths of o, in order.
+func (o *pathOrder) matches(log []FieldTrace) bool {
+	if len(o.paths) != len(log) || o.order == nil {
+		return false
+	}
+	for i := range log {
+		if log[i].Path != o.paths[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // sortKey is one log entry as sorted sorts it.
@@ -311,14 +339,20 @@ func (r *Recorder) Get(path string) (*FieldTrace, bool) {
 func (r *Recorder) Len() int { return len(r.log) }
 
 // sorted returns the indexes of the log sorted by path, entries of one path in recording order,
-// and whether every path has exactly one entry, a value.
+// and whether every path has exactly one entry, a value. The indexes are the Recorder's: read
+// them, never write them.
 func (r *Recorder) sorted() ([]int32, bool) {
+	noShadows := r.shadows == nil || !slices.Contains(r.shadows, true)
+	for k := range r.orders {
+		if o := &r.orders[k]; o.matches(r.log) {
+			return o.order, noShadows && !o.repeated
+		}
+	}
 	n := len(r.log)
 	if cap(r.keys) < n {
 		r.keys = make([]sortKey, n, cap(r.log))
-		r.order = make([]int32, n, cap(r.log))
 	}
-	keys, order := r.keys[:n], r.order[:n]
+	keys := r.keys[:n]
 	for i := range keys {
 		keys[i] = sortKey{path: r.log[i].Path, i: int32(i)}
 	}
@@ -328,15 +362,18 @@ func (r *Recorder) sorted() ([]int32, bool) {
 		}
 		return int(a.i) - int(b.i)
 	})
-	single := r.shadows == nil || !slices.Contains(r.shadows, true)
+	o := &r.orders[r.next]
+	r.next = (r.next + 1) % orderMemo
+	o.paths, o.order, o.repeated = make([]string, n), make([]int32, n), false
 	for i := range keys {
-		order[i] = keys[i].i
-		if single && i > 0 && keys[i].path == keys[i-1].path {
-			single = false
+		o.paths[i] = r.log[i].Path
+		o.order[i] = keys[i].i
+		if i > 0 && keys[i].path == keys[i-1].path {
+			o.repeated = true
 		}
 	}
 	clear(keys)
-	return order, single
+	return o.order, noShadows && !o.repeated
 }
 
 // folded returns the traces sorted by path, given sorted: each path's entries folded into one

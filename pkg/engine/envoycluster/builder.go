@@ -39,8 +39,6 @@ type builder struct {
 	// primary DestinationRule, made on first use.
 	rulePrimary *provenance.Ref
 	ruleConfig  string
-	// mutual is the ISTIO_MUTUAL context of the last cluster that had one.
-	mutual *mutualContext
 }
 
 func (b *builder) caresConfig() *anypb.Any {
@@ -101,6 +99,9 @@ func newBuilder(in Input) (*builder, error) {
 	}
 	if in.positions == nil {
 		in.positions = positionCache{}
+	}
+	if in.tls == nil {
+		in.tls = &hostTLS{}
 	}
 	b := &builder{in: in, mesh: mesh, flags: in.Flags}
 	if ref := in.Service.Ref; !ref.IsZero() {

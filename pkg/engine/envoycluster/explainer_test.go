@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/proto"
+	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
@@ -48,6 +50,21 @@ func TestExplainerMatchesExplain(t *testing.T) {
 				t.Fatal(err)
 			}
 			ex := NewExplainer(ix, proxy)
+			// The index shares its merged rules with every selection: building must only read
+			// them.
+			before := map[*index.Service]*networking.DestinationRule{}
+			for _, svc := range ix.Services() {
+				if r := ix.DestinationRule(proxy, svc).Rule; r != nil {
+					before[svc] = proto.Clone(r.Spec).(*networking.DestinationRule)
+				}
+			}
+			defer func() {
+				for svc, want := range before {
+					if got := ix.DestinationRule(proxy, svc).Rule.Spec; !proto.Equal(want, got) {
+						t.Errorf("%s: explaining changed the index's DestinationRule:\n%v\nwas\n%v", svc.Hostname, got, want)
+					}
+				}
+			}()
 			for _, h := range ex.Hosts() {
 				hosts++
 				hq := Query{Host: h, Namespace: q.Namespace, From: q.From}

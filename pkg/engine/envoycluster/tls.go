@@ -243,8 +243,8 @@ var (
 	alpnIstio = []string{"istio"}
 )
 
-// mutualContext is the ISTIO_MUTUAL UpstreamTlsContext of the last cluster of a builder. The
-// clusters of one port differ only in SNI unless a subset names other subject alt names: the
+// mutualContext is the ISTIO_MUTUAL UpstreamTlsContext of the last cluster of a host. The
+// clusters of one host differ only in SNI unless a subset names other subject alt names: the
 // context is reused with its SNI replaced, and its bytes without SNI are marshalled once.
 type mutualContext struct {
 	sans, alpn []string
@@ -253,10 +253,14 @@ type mutualContext struct {
 	noSNI []byte
 }
 
+// hostTLS is what the builds of one host share of their TLS contexts: the builder of each port
+// starts from the ISTIO_MUTUAL context of the previous one.
+type hostTLS struct{ mutual *mutualContext }
+
 // istioMutualContext returns the ISTIO_MUTUAL context for sans and alpn, its Sni to be set by
-// the caller. The context is the builder's: it is marshalled into the cluster, never kept.
+// the caller. The context is the host's: it is marshalled into the cluster, never kept.
 func (b *builder) istioMutualContext(sans, alpn []string) *tlsv3.UpstreamTlsContext {
-	if m := b.mutual; m != nil && slices.Equal(m.sans, sans) && slices.Equal(m.alpn, alpn) {
+	if m := b.in.tls.mutual; m != nil && slices.Equal(m.sans, sans) && slices.Equal(m.alpn, alpn) {
 		return m.ctx
 	}
 	ctx := &tlsv3.UpstreamTlsContext{CommonTlsContext: defaultCommonTLSContext()}
@@ -267,7 +271,7 @@ func (b *builder) istioMutualContext(sans, alpn []string) *tlsv3.UpstreamTlsCont
 			ValidationContextSdsSecretConfig: sdsSecret("ROOTCA"),
 		}}
 	ctx.CommonTlsContext.AlpnProtocols = alpn
-	b.mutual = &mutualContext{sans: sans, alpn: alpn, ctx: ctx, noSNI: mustAny(ctx).Value}
+	b.in.tls.mutual = &mutualContext{sans: sans, alpn: alpn, ctx: ctx, noSNI: mustAny(ctx).Value}
 	return ctx
 }
 
@@ -278,7 +282,7 @@ const upstreamTLSType = "type.googleapis.com/envoy.extensions.transport_sockets.
 // the last one set) to the bytes without it: deterministic marshalling writes fields in number
 // order, so the result is the same.
 func (b *builder) tlsAny(ctx *tlsv3.UpstreamTlsContext) *anypb.Any {
-	m := b.mutual
+	m := b.in.tls.mutual
 	if m == nil || ctx != m.ctx {
 		return mustAny(ctx)
 	}

@@ -363,15 +363,23 @@ func TestProxyProtocolWrapsEveryTransportSocket(t *testing.T) {
 // TestTLSAnyEqualsMarshal checks that the ISTIO_MUTUAL context bytes assembled from the cached
 // encoding without SNI are those of marshalling the whole context.
 func TestTLSAnyEqualsMarshal(t *testing.T) {
-	b := &builder{}
-	for _, sans := range [][]string{nil, {"spiffe://cluster.local/ns/a/sa/b"}, {"x", "y"}} {
-		for _, alpn := range [][]string{alpnMxH2, alpnH2, alpnMx, alpnIstio} {
-			for _, sni := range []string{"outbound_.80_._.a.b.svc.cluster.local", strings.Repeat("s", 300)} {
-				ctx := b.istioMutualContext(sans, alpn)
-				ctx.Sni = sni
-				got, want := b.tlsAny(ctx), mustAny(ctx)
-				if got.TypeUrl != want.TypeUrl || !bytes.Equal(got.Value, want.Value) {
-					t.Errorf("sans %v alpn %v sni %q: tlsAny differs from mustAny", sans, alpn, sni)
+	// One builder per context, and builders sharing one host's contexts (as the ports of a host
+	// do), each starting from the context of the one before.
+	shared := &hostTLS{}
+	for _, own := range []bool{true, false} {
+		for _, sans := range [][]string{nil, {""}, {"", ""}, {"spiffe://cluster.local/ns/a/sa/b"}, {"x", "y"}, {"xy"}} {
+			for _, alpn := range [][]string{alpnMxH2, alpnH2, alpnMx, alpnIstio} {
+				for _, sni := range []string{"outbound_.80_._.a.b.svc.cluster.local", strings.Repeat("s", 300)} {
+					b := &builder{in: Input{tls: shared}}
+					if own {
+						b.in.tls = &hostTLS{}
+					}
+					ctx := b.istioMutualContext(sans, alpn)
+					ctx.Sni = sni
+					got, want := b.tlsAny(ctx), mustAny(ctx)
+					if got.TypeUrl != want.TypeUrl || !bytes.Equal(got.Value, want.Value) {
+						t.Errorf("shared %t, sans %q alpn %v sni %q: tlsAny differs from mustAny", !own, sans, alpn, sni)
+					}
 				}
 			}
 		}
