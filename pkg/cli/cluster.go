@@ -12,6 +12,7 @@ import (
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/envoycluster"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/render"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/source"
@@ -169,6 +170,7 @@ func (o *ClusterOptions) Complete(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	o.spec = o.sourceSpec(ns)
+	o.spec.DestinationRuleInFull = rulesInFull(o.query)
 	o.plan = newClusterPlan(o.query, firstNonEmpty(root, o.IstioNamespace))
 	o.plan.rootKnown = root != ""
 	o.plan.allDestinationRules = o.AllNamespaces
@@ -499,6 +501,15 @@ func hostCandidates(host, ns string) []string {
 		out = append(out, host+".cluster.local")
 	}
 	return out
+}
+
+// rulesInFull is source.Spec.DestinationRuleInFull for the host q explains: a live
+// DestinationRule that cannot apply to the host (index.RuleMayApply) is read in its lookup
+// fields only, which is all the explanation reads of it.
+func rulesInFull(q envoycluster.Query) func(namespace, host string) bool {
+	return func(namespace, host string) bool {
+		return index.RuleMayApply(q.Host, q.Namespace, host, namespace)
+	}
 }
 
 // hostMatches reports whether the ServiceEntry host h defines host: the same name, or a

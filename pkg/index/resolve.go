@@ -40,6 +40,21 @@ func (ix *Index) ResolveHost(host, namespace string) ([]*Service, error) {
 	}
 }
 
+// RuleMayApply reports whether a DestinationRule in ruleNamespace with spec.host ruleHost can be
+// the rule, or part of the merged rule, of the service ResolveHost finds for host: its host,
+// resolved in its namespace, is one of the hostnames host may stand for, or either is a
+// wildcard (which this check does not try to match). A rule for which it is false reaches the
+// explanation of host only through its lookup fields (host, exportTo, workloadSelector), in
+// the diagnostics of rules that do not apply.
+func RuleMayApply(host, namespace, ruleHost, ruleNamespace string) bool {
+	h := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(host)), ".")
+	rh := strings.ToLower(resolveShortname(ruleHost, ruleNamespace))
+	if isWildcard(h) || isWildcard(rh) {
+		return true
+	}
+	return slices.Contains(hostCandidates(h, namespace), rh)
+}
+
 func (ix *Index) groupServices(byNs map[string]*serviceGroup) []*Service {
 	out := make([]*Service, 0, len(byNs))
 	for _, ns := range sortedKeys(byNs) {

@@ -139,3 +139,29 @@ func TestProxy(t *testing.T) {
 		}
 	})
 }
+
+func TestRuleMayApply(t *testing.T) {
+	for _, tc := range []struct {
+		host, ns, ruleHost, ruleNs string
+		want                       bool
+	}{
+		{"reviews", "bookinfo", "reviews", "bookinfo", true},
+		{"reviews", "bookinfo", "reviews.bookinfo.svc.cluster.local", "other", true},
+		{"reviews.bookinfo.svc.cluster.local", "x", "reviews", "bookinfo", true},
+		{"Reviews.Bookinfo.", "x", "REVIEWS.bookinfo.svc.cluster.local", "y", true},
+		{"reviews.bookinfo", "x", "reviews.bookinfo.svc.cluster.local", "y", true},
+		{"reviews", "bookinfo", "reviews", "other", false},
+		{"reviews", "bookinfo", "ratings", "bookinfo", false},
+		{"reviews", "bookinfo", "", "bookinfo", false},
+		{"reviews", "bookinfo", "*.cluster.local", "istio-system", true},
+		{"reviews", "bookinfo", "*", "istio-system", true},
+		{"api.example.com", "x", "*.example.com", "y", true},
+		{"api.example.com", "x", "api.example.com", "y", true},
+		{"api.example.com", "x", "web.example.com", "y", false},
+		{"*.example.com", "x", "web.example.com", "y", true},
+	} {
+		if got := RuleMayApply(tc.host, tc.ns, tc.ruleHost, tc.ruleNs); got != tc.want {
+			t.Errorf("RuleMayApply(%q, %q, %q, %q) = %v, want %v", tc.host, tc.ns, tc.ruleHost, tc.ruleNs, got, tc.want)
+		}
+	}
+}

@@ -39,6 +39,8 @@ type clients struct {
 	// user is the user name the kubeconfig names, if any, for forbidden messages.
 	user     string
 	warnings *warningCollector
+	// ruleInFull is Spec.DestinationRuleInFull of the load.
+	ruleInFull func(namespace, host string) bool
 }
 
 // newClients builds the clientsets from the kubeconfig the getter resolves (--kubeconfig,

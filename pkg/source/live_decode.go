@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	networking "istio.io/api/networking/v1alpha3"
+	typev1beta1 "istio.io/api/type/v1beta1"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -67,6 +68,32 @@ func decodeEnvelope(ki *kindInfo, env *liveEnvelope[json.RawMessage]) (object, e
 		}
 	}
 	return p.o, nil
+}
+
+// lightDestinationRule is the part of a DestinationRule its lookup reads (pkg/index
+// destinationrule.go): the host, exportTo and the workload selector.
+type lightDestinationRule struct {
+	Host             string   `json:"host"`
+	ExportTo         []string `json:"exportTo"`
+	WorkloadSelector *struct {
+		MatchLabels map[string]string `json:"matchLabels"`
+	} `json:"workloadSelector"`
+}
+
+// decodeDestinationRule is decodeEnvelope for a DestinationRule: in full when inFull says so
+// for its namespace and host, else in its lookup fields only. A spec whose lookup fields do not
+// read is decoded in full, so that the error is the full decoder's.
+func decodeDestinationRule(ki *kindInfo, env *liveEnvelope[json.RawMessage], inFull func(namespace, host string) bool) (object, error) {
+	l := &lightDestinationRule{}
+	if len(env.Spec) == 0 || isNull(env.Spec) || json.Unmarshal(env.Spec, l) != nil || inFull(env.Metadata.Namespace, l.Host) {
+		return decodeEnvelope(ki, env)
+	}
+	x := &networkingv1.DestinationRule{TypeMeta: env.TypeMeta, ObjectMeta: env.Metadata.ObjectMeta}
+	x.Spec.Host, x.Spec.ExportTo = l.Host, l.ExportTo
+	if ws := l.WorkloadSelector; ws != nil {
+		x.Spec.WorkloadSelector = &typev1beta1.WorkloadSelector{MatchLabels: ws.MatchLabels}
+	}
+	return x, nil
 }
 
 // The part of a VirtualService the cluster engine reads (pkg/index routes.go and scope.go):

@@ -17,7 +17,7 @@ import (
 func listAll(ctx context.Context, c *clients, ki *kindInfo, ns string) ([]object, error) {
 	if ki.istio {
 		if rc := c.istioREST(ki); rc != nil {
-			return listRaw(ctx, rc, ki, ns)
+			return listRaw(ctx, rc, ki, ns, c.ruleInFull)
 		}
 	}
 	opts := metav1.ListOptions{Limit: pageSize}
@@ -99,9 +99,15 @@ type pageResult[S any] struct {
 }
 
 // listRaw reads every page of an Istio kind, decoding each page while the next is in flight.
-func listRaw(ctx context.Context, rc rest.Interface, ki *kindInfo, ns string) ([]object, error) {
-	if ki.kind == KindVirtualService {
+// ruleInFull is Spec.DestinationRuleInFull.
+func listRaw(ctx context.Context, rc rest.Interface, ki *kindInfo, ns string, ruleInFull func(namespace, host string) bool) ([]object, error) {
+	switch {
+	case ki.kind == KindVirtualService:
 		return listPages(ctx, rc, ki, ns, decodeVirtualService)
+	case ki.kind == KindDestinationRule && ruleInFull != nil:
+		return listPages(ctx, rc, ki, ns, func(ki *kindInfo, env *liveEnvelope[json.RawMessage]) (object, error) {
+			return decodeDestinationRule(ki, env, ruleInFull)
+		})
 	}
 	return listPages(ctx, rc, ki, ns, decodeEnvelope)
 }

@@ -309,3 +309,79 @@ func TestListRawDegrades(t *testing.T) {
 		}
 	})
 }
+
+// A DestinationRule with every lookup field and more: what the light decoding keeps and drops.
+const richDestinationRule = `{"host":"reviews","exportTo":[".","istio-system"],"workloadSelector":{"matchLabels":{"app":"x"}},` +
+	`"trafficPolicy":{"connectionPool":{"tcp":{"maxConnections":10}},"tls":{"mode":"ISTIO_MUTUAL"},` +
+	`"portLevelSettings":[{"port":{"number":9080},"loadBalancer":{"simple":"ROUND_ROBIN"}}]},` +
+	`"subsets":[{"name":"v1","labels":{"version":"v1"}}]}`
+
+func TestDecodeDestinationRuleInPartOrInFull(t *testing.T) {
+	ki := kindByName(KindDestinationRule)
+	decode := func(t *testing.T, spec string, inFull func(namespace, host string) bool) *networkingv1.DestinationRule {
+		t.Helper()
+		env := &liveEnvelope[json.RawMessage]{}
+		if err := json.Unmarshal([]byte(listedObject(ki.apiVersion(), KindDestinationRule, "bookinfo", "x", spec)), env); err != nil {
+			t.Fatal(err)
+		}
+		o, err := decodeDestinationRule(ki, env, inFull)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o.(*networkingv1.DestinationRule)
+	}
+	full := &networking.DestinationRule{}
+	if err := full.UnmarshalJSON([]byte(richDestinationRule)); err != nil {
+		t.Fatal(err)
+	}
+	var asked []string
+	inFull := func(namespace, host string) bool {
+		asked = append(asked, namespace+"/"+host)
+		return host == "reviews"
+	}
+	got := decode(t, richDestinationRule, inFull)
+	if !proto.Equal(&got.Spec, full) {
+		t.Errorf("a rule that may apply is decoded in part:\n got %v\nwant %v", &got.Spec, full)
+	}
+	if diff := cmp.Diff([]string{"bookinfo/reviews"}, asked); diff != "" {
+		t.Errorf("asked (-want +got):\n%s", diff)
+	}
+
+	other := strings.Replace(richDestinationRule, `"host":"reviews"`, `"host":"ratings"`, 1)
+	got = decode(t, other, inFull)
+	want := &networking.DestinationRule{Host: "ratings", ExportTo: full.ExportTo, WorkloadSelector: full.WorkloadSelector}
+	if !proto.Equal(&got.Spec, want) {
+		t.Errorf("a rule that cannot apply:\n got %v\nwant %v", &got.Spec, want)
+	}
+	if got.Name != "x" || got.Namespace != "bookinfo" || got.CreationTimestamp.IsZero() || got.ManagedFields != nil || got.Kind != KindDestinationRule {
+		t.Errorf("metadata = %+v %+v", got.TypeMeta, got.ObjectMeta)
+	}
+
+	// Lookup fields that do not read as expected: the full decoder decides, and reports.
+	env := &liveEnvelope[json.RawMessage]{}
+	if err := json.Unmarshal([]byte(listedObject(ki.apiVersion(), KindDestinationRule, "bookinfo", "x", `{"host":["a"]}`)), env); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := decodeDestinationRule(ki, env, inFull); err == nil || !strings.Contains(err.Error(), "DestinationRule bookinfo/x") {
+		t.Errorf("err = %v, want the full decoder's error naming the object", err)
+	}
+}
+
+func TestListRawDecodesInFullOnlyWhatSpecAsks(t *testing.T) {
+	s := &fakeIstioServer{n: 3}
+	var asked []string
+	inFull := func(namespace, host string) bool {
+		asked = append(asked, namespace+"/"+host)
+		return false
+	}
+	snap, err := load(t.Context(), Spec{Reads: []Read{{Kind: KindDestinationRule, Namespaces: []string{"bookinfo"}}}, DestinationRuleInFull: inFull}, rawClients(t, s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.DestinationRules) != 3 || snap.DestinationRules[0].Spec.GetHost() != "h" {
+		t.Fatalf("DestinationRules = %v", snap.DestinationRules)
+	}
+	if diff := cmp.Diff([]string{"bookinfo/h", "bookinfo/h", "bookinfo/h"}, asked); diff != "" {
+		t.Errorf("Spec.DestinationRuleInFull asked (-want +got):\n%s", diff)
+	}
+}

@@ -52,6 +52,11 @@ type Spec struct {
 	// the same answer from files as from a cluster holding the same objects. The mesh
 	// ConfigMap is always kept.
 	FilterFiles bool
+	// DestinationRuleInFull, when set, says from a live DestinationRule's namespace and
+	// spec.host whether to decode the rule in full. The others are decoded in the fields their
+	// lookup reads (host, exportTo, workloadSelector) and nothing else, and so are not checked
+	// further. Nil decodes every rule in full; rules from Files are always decoded in full.
+	DestinationRuleInFull func(namespace, host string) bool
 	// Cache, when set, keeps what is read of Files across the loads that share it, so that
 	// loading the same files again (a corrected plan, a second read phase) neither reads nor
 	// parses them again. Nil reads every file afresh.
@@ -108,6 +113,7 @@ func load(ctx context.Context, s Spec, c *clients) (*model.Snapshot, error) {
 	}
 	l := newLoader(s)
 	if live {
+		c.ruleInFull = s.DestinationRuleInFull
 		if err := l.readLive(ctx, c); err != nil {
 			return nil, err
 		}
