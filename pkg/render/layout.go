@@ -1,6 +1,8 @@
 package render
 
 import (
+	"cmp"
+	"slices"
 	"strings"
 
 	"github.com/charmbracelet/lipgloss"
@@ -13,83 +15,282 @@ const columnGap = cellPadding + 1
 // column also keeps a fifth of the table width, so no column becomes a sliver.
 const minColumn = 12
 
-// cell is one table cell measured once: its width, and for wrapping, its lines as runes with
-// the width of each rune.
+// cell is one table cell measured once: its width, its newline count, and for wrapping, its
+// lines indexed by split.
 type cell struct {
-	text  string
-	width int
-	// lines and widths are filled by split, on the first wrap that needs them.
-	lines  [][]rune
-	widths [][]int
+	text     string
+	width    int
+	newlines int
+	// lines is filled by split, on the first wrap that needs it.
+	lines []line
 }
 
-func newCell(s string) *cell { return &cell{text: s, width: textWidth(s)} }
+func newCell(s string) *cell {
+	w, nl := measure(s)
+	return &cell{text: s, width: w, newlines: nl}
+}
 
 // textWidth is lipgloss.Width (the widest line, escape codes not counted), without its ANSI
 // parse for text that is printable ASCII and newlines only.
 func textWidth(s string) int {
-	w, line := 0, 0
+	w, _ := measure(s)
+	return w
+}
+
+// measure returns the textWidth of s and its number of newlines.
+func measure(s string) (width, newlines int) {
+	line := 0
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
 		case c == '\n':
-			w, line = max(w, line), 0
+			width, line = max(width, line), 0
+			newlines++
 		case c >= 0x20 && c < 0x7f:
 			line++
 		default:
-			return lipgloss.Width(s)
+			return lipgloss.Width(s), strings.Count(s, "\n")
 		}
 	}
-	return max(w, line)
+	return max(width, line), newlines
 }
 
+// line is one line of a cell, with what wrapping looks up at a cut: the width of every
+// prefix, and the last space and the last break before every index. Indexes count runes.
+type line struct {
+	text string
+	// rs is text as runes; nil when text is ASCII, whose runes are its bytes.
+	rs    []rune
+	n     int
+	width int
+	// pw[i] is the width of the first i runes; nil when every rune is one column wide.
+	pw []int32
+	// space[i] is the index of the last space among the first i runes and brk[i] the index
+	// just after the last isBreakAfter rune among them (-1 when there is none).
+	space, brk []int32
+}
+
+// newLine indexes s, taking space and brk from idx; it returns the rest of idx.
+func newLine(s string, idx []int32) (line, []int32) {
+	l := line{text: s, n: len(s)}
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			l.rs = []rune(s)
+			l.n = len(l.rs)
+			break
+		}
+	}
+	n := l.n
+	l.space, l.brk, idx = idx[:n+1], idx[n+1:2*(n+1)], idx[2*(n+1):]
+	l.space[0], l.brk[0] = -1, -1
+	for i := range n {
+		r := l.at(i)
+		l.space[i+1], l.brk[i+1] = l.space[i], l.brk[i]
+		if isBreakAfter(r) {
+			l.brk[i+1] = int32(i + 1)
+		} else if r == ' ' {
+			l.space[i+1] = int32(i)
+		}
+		rw := runeWidth(r)
+		if rw == 1 && l.pw == nil {
+			continue
+		}
+		if l.pw == nil {
+			l.pw = make([]int32, n+1)
+			for j := 1; j <= i; j++ {
+				l.pw[j] = int32(j)
+			}
+		}
+		l.pw[i+1] = l.pw[i] + int32(rw)
+	}
+	l.width = n
+	if l.pw != nil {
+		l.width = int(l.pw[n])
+	}
+	return l, idx
+}
+
+// at is the rune at index i.
+func (l *line) at(i int) rune {
+	if l.rs == nil {
+		return rune(l.text[i])
+	}
+	return l.rs[i]
+}
+
+// cut returns where the piece of l that starts at s and is at most w (>= 1) columns wide
+// ends: l.n when the rest fits; else the index it is cut at, preferring a space in the second
+// half of the piece, then a break after a path separator (so `spec.trafficPolicy.` stays
+// together), and cutting a word only when neither is in reach.
+func (l *line) cut(s, w int) int {
+	n := l.n
+	var cut int
+	if l.pw == nil {
+		if s+w >= n {
+			return n
+		}
+		cut = s + w
+	} else {
+		// The first index whose rune takes the piece past w columns.
+		limit := l.pw[s] + int32(w)
+		lo, hi := s, n
+		for lo < hi {
+			m := int(uint(lo+hi) >> 1)
+			if l.pw[m+1] > limit {
+				hi = m
+			} else {
+				lo = m + 1
+			}
+		}
+		if lo == n {
+			return n
+		}
+		cut = lo
+	}
+	space, punct := -1, -1
+	if sp := int(l.space[cut]); sp >= s {
+		space = sp - s
+	}
+	if b := int(l.brk[cut]); b > s {
+		punct = b - s
+	}
+	rel := cut - s
+	switch {
+	case space > 0 && space*2 >= w:
+		rel = space
+	case punct > 0 && punct*3 >= w:
+		rel = punct
+	case space > 0 && space*3 >= w:
+		rel = space
+	}
+	return s + max(rel, 1)
+}
+
+// next is the start of the piece after a cut at c: the first rune from c that is not a space.
+func (l *line) next(c int) int {
+	for c < l.n && l.at(c) == ' ' {
+		c++
+	}
+	return c
+}
+
+// pieces is the number of pieces l is wrapped into at w columns; an empty line has none.
+func (l *line) pieces(w int) int {
+	if l.n == 0 {
+		return 0
+	}
+	if l.width <= w {
+		return 1
+	}
+	w = max(w, 1)
+	count := 0
+	for s := 0; s < l.n; s = l.next(s) {
+		count++
+		s = l.cut(s, w)
+	}
+	return count
+}
+
+// wrap writes the pieces of l wrapped at w columns to b, each after a newline but the first
+// of the cell (first is true until then); a cut piece loses its trailing spaces, the next
+// piece its leading ones.
+func (l *line) wrap(w int, b *strings.Builder, first *bool) {
+	piece := func(i, j int) {
+		if !*first {
+			b.WriteByte('\n')
+		}
+		*first = false
+		if l.rs == nil {
+			b.WriteString(l.text[i:j])
+			return
+		}
+		for _, r := range l.rs[i:j] {
+			b.WriteRune(r)
+		}
+	}
+	if l.n == 0 {
+		return
+	}
+	if l.width <= w {
+		piece(0, l.n)
+		return
+	}
+	w = max(w, 1)
+	for s := 0; s < l.n; {
+		c := l.cut(s, w)
+		if c == l.n {
+			piece(s, c)
+			return
+		}
+		end := c
+		for end > s && l.at(end-1) == ' ' {
+			end--
+		}
+		piece(s, end)
+		s = l.next(c)
+	}
+}
+
+// split indexes the lines of the cell, once.
 func (c *cell) split() {
 	if c.lines != nil {
 		return
 	}
-	for _, l := range strings.Split(c.text, "\n") {
-		rs := []rune(l)
-		ws := make([]int, len(rs))
-		for i, r := range rs {
-			ws[i] = runeWidth(r)
+	c.lines = make([]line, 0, c.newlines+1)
+	// A line of n runes takes 2(n+1) indexes, and the lines have fewer runes than the text
+	// has bytes, less its newlines.
+	idx := make([]int32, 2*(len(c.text)+1))
+	rest := c.text
+	for {
+		s, after, more := strings.Cut(rest, "\n")
+		var l line
+		l, idx = newLine(s, idx)
+		c.lines = append(c.lines, l)
+		if !more {
+			return
 		}
-		c.lines = append(c.lines, rs)
-		c.widths = append(c.widths, ws)
+		rest = after
 	}
 }
 
 // lineCount is the number of lines of the cell wrapped to w columns.
 func (c *cell) lineCount(w int) int {
 	if c.width <= w {
-		return strings.Count(c.text, "\n") + 1
+		return c.newlines + 1
 	}
 	c.split()
 	n := 0
-	for i, rs := range c.lines {
-		n += wrapRunes(rs, c.widths[i], w, nil)
+	for i := range c.lines {
+		n += c.lines[i].pieces(w)
 	}
 	return max(n, 1)
 }
 
-// wrap is the cell wrapped to w columns: every line broken by wrapLine.
+// wrap is the cell wrapped to w columns: its lines broken into pieces by line.cut, one piece
+// a line.
 func (c *cell) wrap(w int) string {
 	if c.width <= w {
 		return c.text
 	}
 	c.split()
-	var out []string
-	for i, rs := range c.lines {
-		wrapRunes(rs, c.widths[i], w, &out)
+	var b strings.Builder
+	b.Grow(len(c.text) + len(c.text)/max(w, 1) + 1)
+	first := true
+	for i := range c.lines {
+		c.lines[i].wrap(w, &b, &first)
 	}
-	return strings.Join(out, "\n")
+	return b.String()
 }
 
 // measureCells measures every cell of rows once.
 func measureCells(rows [][]string) [][]*cell {
 	out := make([][]*cell, len(rows))
 	for i, row := range rows {
+		cells := make([]cell, len(row))
 		out[i] = make([]*cell, len(row))
 		for j, s := range row {
-			out[i][j] = newCell(s)
+			cells[j].text = s
+			cells[j].width, cells[j].newlines = measure(s)
+			out[i][j] = &cells[j]
 		}
 	}
 	return out
@@ -101,7 +302,7 @@ func measureCells(rows [][]string) [][]*cell {
 // cell (a cluster name in VALUE) does not force every column to wrap.
 func fitColumns(headers []string, rows [][]*cell, width int) []int {
 	n := len(headers)
-	cols := make([][]*cell, n)
+	cols := make([]column, n)
 	natural := make([]int, n)
 	floor := make([]int, n)
 	for i, h := range headers {
@@ -110,7 +311,7 @@ func fitColumns(headers []string, rows [][]*cell, width int) []int {
 	}
 	for _, row := range rows {
 		for i := 0; i < n && i < len(row); i++ {
-			cols[i] = append(cols[i], row[i])
+			cols[i].cells = append(cols[i].cells, row[i])
 			natural[i] = max(natural[i], row[i].width)
 		}
 	}
@@ -123,19 +324,11 @@ func fitColumns(headers []string, rows [][]*cell, width int) []int {
 	for _, w := range widths {
 		total += w
 	}
-	type key struct{ col, width int }
-	memo := map[key]int{}
-	lines := func(col, w int) int {
-		k := key{col, w}
-		if v, ok := memo[k]; ok {
-			return v
-		}
-		c := 0
-		for _, cl := range cols[col] {
-			c += cl.lineCount(w)
-		}
-		memo[k] = c
-		return c
+	if total <= budget {
+		return widths
+	}
+	for i := range cols {
+		cols[i].index(natural[i])
 	}
 	for total > budget {
 		best, bestCost := -1, 0
@@ -143,7 +336,7 @@ func fitColumns(headers []string, rows [][]*cell, width int) []int {
 			if widths[i] <= floor[i] {
 				continue
 			}
-			cost := lines(i, widths[i]-1) - lines(i, widths[i])
+			cost := cols[i].lines(widths[i]-1) - cols[i].lines(widths[i])
 			if best < 0 || cost < bestCost || (cost == bestCost && widths[i] > widths[best]) {
 				best, bestCost = i, cost
 			}
@@ -157,66 +350,43 @@ func fitColumns(headers []string, rows [][]*cell, width int) []int {
 	return widths
 }
 
+// column is one column's cells for fitColumns, with its line counts remembered per width.
+type column struct {
+	// cells are the column's cells, widest first once indexed; rest[k] is the line count of
+	// cells[k:] unwrapped.
+	cells []*cell
+	rest  []int
+	// memo[w] is lines(w) + 1, 0 until computed.
+	memo []int
+}
+
+func (c *column) index(natural int) {
+	slices.SortFunc(c.cells, func(a, b *cell) int { return cmp.Compare(b.width, a.width) })
+	c.rest = make([]int, len(c.cells)+1)
+	for k := len(c.cells) - 1; k >= 0; k-- {
+		c.rest[k] = c.rest[k+1] + c.cells[k].newlines + 1
+	}
+	c.memo = make([]int, natural+1)
+}
+
+// lines is the number of lines of the column's cells wrapped to w columns (0 <= w <= the
+// column's natural width). Only cells wider than w wrap; the others keep their lines.
+func (c *column) lines(w int) int {
+	if v := c.memo[w]; v > 0 {
+		return v - 1
+	}
+	n, k := 0, 0
+	for ; k < len(c.cells) && c.cells[k].width > w; k++ {
+		n += c.cells[k].lineCount(w)
+	}
+	n += c.rest[k]
+	c.memo[w] = n + 1
+	return n
+}
+
 // wrapCell wraps every line of s to at most w columns.
 func wrapCell(s string, w int) string {
 	return newCell(s).wrap(w)
-}
-
-// wrapRunes breaks a line (its runes and their widths) into pieces of at most w columns,
-// preferring a space in the second half of the line, then a break after a path separator (so
-// `spec.trafficPolicy.` stays together), and cutting a word only when neither is in reach. It
-// returns the number of pieces, and appends them to out unless out is nil.
-func wrapRunes(rs []rune, ws []int, w int, out *[]string) int {
-	if w < 1 {
-		w = 1
-	}
-	n := 0
-	for len(rs) > 0 {
-		width, cut, space, punct := 0, len(rs), -1, -1
-		for i, r := range rs {
-			rw := ws[i]
-			if width+rw > w {
-				cut = i
-				break
-			}
-			width += rw
-			if isBreakAfter(r) {
-				punct = i + 1
-			} else if r == ' ' {
-				space = i
-			}
-		}
-		n++
-		if cut == len(rs) {
-			if out != nil {
-				*out = append(*out, string(rs))
-			}
-			break
-		}
-		switch {
-		case space > 0 && space*2 >= w:
-			cut = space
-		case punct > 0 && punct*3 >= w:
-			cut = punct
-		case space > 0 && space*3 >= w:
-			cut = space
-		}
-		if cut == 0 {
-			cut = 1
-		}
-		if out != nil {
-			end := cut
-			for end > 0 && rs[end-1] == ' ' {
-				end--
-			}
-			*out = append(*out, string(rs[:end]))
-		}
-		rs, ws = rs[cut:], ws[cut:]
-		for len(rs) > 0 && rs[0] == ' ' {
-			rs, ws = rs[1:], ws[1:]
-		}
-	}
-	return n
 }
 
 func isBreakAfter(r rune) bool {

@@ -61,12 +61,32 @@ func referenceWrapCell(s string, w int) string {
 	return strings.Join(out, "\n")
 }
 
+// cellAlphabet is what random cells are made of: letters, the spaces and separators wrapping
+// breaks at, newlines, and runes that are not one column wide (wide, zero-width, combining,
+// a tab, an emoji sequence).
+var cellAlphabet = []string{"a", "b", "Z", "0", " ", " ", ".", "/", "|", ",", "]", ")", "=", "-", "\n", "↳", "·", "é", "日", "\t",
+	"e\u0301", "\u200b", "👍", "👩\u200d👩", "--", "  "}
+
 func randomCellText(r *rand.Rand) string {
-	alphabet := []string{"a", "b", "Z", "0", " ", " ", ".", "/", "|", ",", "]", ")", "=", "-", "\n", "↳", "·", "é", "日", "\t"}
-	n := r.IntN(90)
+	return randomText(r, r.IntN(90))
+}
+
+// randomText is n pieces of cellAlphabet.
+func randomText(r *rand.Rand, n int) string {
 	var b strings.Builder
 	for range n {
-		b.WriteString(alphabet[r.IntN(len(alphabet))])
+		b.WriteString(cellAlphabet[r.IntN(len(cellAlphabet))])
+	}
+	return b.String()
+}
+
+// randomASCIIText is n pieces of words and separators that are one column wide each, as most
+// table cells are.
+func randomASCIIText(r *rand.Rand, n int) string {
+	pieces := []string{"spec", "trafficPolicy", "a", "xy", " ", " ", ".", "/", "|", ",", "]", ")", "=", "-", "\n", "(", ":"}
+	var b strings.Builder
+	for range n {
+		b.WriteString(pieces[r.IntN(len(pieces))])
 	}
 	return b.String()
 }
@@ -80,6 +100,26 @@ func TestWrapMatchesReference(t *testing.T) {
 			t.Fatalf("width of %q: %d, lipgloss %d", s, c.width, lipgloss.Width(s))
 		}
 		for w := 0; w <= 40; w++ {
+			want := referenceWrapCell(s, w)
+			if got := c.wrap(w); got != want {
+				t.Fatalf("wrap(%q, %d):\n got %q\nwant %q", s, w, got, want)
+			}
+			if got, want := c.lineCount(w), strings.Count(want, "\n")+1; got != want {
+				t.Fatalf("lineCount(%q, %d) = %d, want %d", s, w, got, want)
+			}
+		}
+	}
+}
+
+func TestWrapLongLinesMatchesReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for i := range 400 {
+		s := randomText(r, 50+r.IntN(250))
+		if i%2 == 0 {
+			s = randomASCIIText(r, 20+r.IntN(120))
+		}
+		c := newCell(s)
+		for _, w := range []int{1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144} {
 			want := referenceWrapCell(s, w)
 			if got := c.wrap(w); got != want {
 				t.Fatalf("wrap(%q, %d):\n got %q\nwant %q", s, w, got, want)
@@ -154,16 +194,29 @@ func referenceFitColumns(headers []string, rows [][]string, width int) []int {
 
 func TestFitColumnsMatchesReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	for range 100 {
-		headers := []string{"FIELD", "VALUE", "ORIGIN", "SHADOWED"}[:2+r.IntN(3)]
-		rows := make([][]string, r.IntN(12))
+	for k := range 120 {
+		headers := []string{"FIELD", "VALUE", "ORIGIN", "SHADOWED"}[:1+r.IntN(4)]
+		rows := make([][]string, r.IntN(16))
 		for i := range rows {
-			rows[i] = make([]string, len(headers))
+			// Some rows are shorter than the headers.
+			rows[i] = make([]string, len(headers)-r.IntN(2)*r.IntN(len(headers)))
 			for j := range rows[i] {
-				rows[i][j] = randomCellText(r)
+				switch r.IntN(8) {
+				case 0:
+					// An empty cell, as in the rows that separate blocks.
+				case 1:
+					rows[i][j] = randomText(r, 60+r.IntN(120))
+				case 2:
+					rows[i][j] = randomASCIIText(r, 10+r.IntN(60))
+				default:
+					rows[i][j] = randomCellText(r)
+				}
 			}
 		}
-		width := 20 + r.IntN(140)
+		width := 1 + r.IntN(220)
+		if k%3 == 0 {
+			width = 20 + r.IntN(140)
+		}
 		got := fitColumns(headers, measureCells(rows), width)
 		want := referenceFitColumns(headers, rows, width)
 		if !slices.Equal(got, want) {
