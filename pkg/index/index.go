@@ -37,8 +37,10 @@ type Index struct {
 	// public and exportedTo are istiod's ServiceIndex.public and exportedToNamespace.
 	public     []*regService
 	exportedTo map[string][]*regService
-	// workloads are the pods and WorkloadEntries by namespace, for label selection.
-	workloads map[string][]*workload
+	// workloads are the pods and WorkloadEntries by namespace, for label selection, and
+	// workloadsByLabel the same lists by namespace and label (each in the order of workloads).
+	workloads        map[string][]*workload
+	workloadsByLabel map[string]map[labelKV][]*workload
 	// workloadByRef finds the workload behind an endpoint.
 	workloadByRef map[provenance.Ref]*workload
 	// nodes are the snapshot's Nodes by name, for pod localities.

@@ -120,6 +120,7 @@ type serviceGroup struct {
 
 func (ix *Index) buildWorkloads() {
 	ix.workloads = map[string][]*workload{}
+	ix.workloadsByLabel = map[string]map[labelKV][]*workload{}
 	ix.workloadByRef = map[provenance.Ref]*workload{}
 	ix.nodes = make(map[string]*corev1.Node, len(ix.snap.Nodes))
 	for _, n := range ix.snap.Nodes {
@@ -174,6 +175,41 @@ func (ix *Index) buildWorkloads() {
 func (ix *Index) addWorkload(w *workload) {
 	ix.workloads[w.namespace] = append(ix.workloads[w.namespace], w)
 	ix.workloadByRef[w.ref] = w
+	byLabel := ix.workloadsByLabel[w.namespace]
+	if byLabel == nil {
+		byLabel = map[labelKV][]*workload{}
+		ix.workloadsByLabel[w.namespace] = byLabel
+	}
+	for k, v := range w.labels {
+		byLabel[labelKV{k, v}] = append(byLabel[labelKV{k, v}], w)
+	}
+}
+
+// selectWorkloads returns the workloads of namespace whose labels include every label of sel
+// (all of them for an empty sel), in the order of ix.workloads. Only the workloads that carry
+// the least common label of sel are checked.
+func (ix *Index) selectWorkloads(namespace string, sel map[string]string) []*workload {
+	if len(sel) == 0 {
+		return ix.workloads[namespace]
+	}
+	var candidates []*workload
+	first := true
+	for k, v := range sel {
+		l := ix.workloadsByLabel[namespace][labelKV{k, v}]
+		if len(l) == 0 {
+			return nil
+		}
+		if first || len(l) < len(candidates) {
+			candidates, first = l, false
+		}
+	}
+	var out []*workload
+	for _, w := range candidates {
+		if labelsSubsetOf(sel, w.labels) {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // workloadFromEntry is serviceentry.convertWorkloadEntryToWorkloadInstance: a WorkloadEntry, or
@@ -601,16 +637,14 @@ func (ix *Index) convertKubeService(s *corev1.Service) *regService {
 		svc.EndpointsUnknown = true
 		return rs
 	}
+	selected := ix.selectWorkloads(s.Namespace, s.Spec.Selector)
 	for i, p := range s.Spec.Ports {
 		port := svc.Ports[i]
 		proto := p.Protocol
 		if proto == "" {
 			proto = corev1.ProtocolTCP
 		}
-		for _, w := range ix.workloads[s.Namespace] {
-			if !labelsSubsetOf(s.Spec.Selector, w.labels) {
-				continue
-			}
+		for _, w := range selected {
 			if w.kind == workloadKindPod {
 				// EndpointSlice controller (FindPort): a named targetPort must name a container
 				// port of the same protocol, or the pod is left out for this port.
@@ -686,13 +720,11 @@ func (ix *Index) convertServiceEntry(se *networkingv1.ServiceEntry) []*regServic
 
 	var selected []*workload
 	if spec.GetWorkloadSelector() != nil {
-		for _, w := range ix.workloads[se.Namespace] {
+		for _, w := range ix.selectWorkloads(se.Namespace, selector) {
 			if w.dnsOnly && !dns {
 				continue
 			}
-			if labelsSubsetOf(selector, w.labels) {
-				selected = append(selected, w)
-			}
+			selected = append(selected, w)
 		}
 		slices.SortStableFunc(selected, func(a, b *workload) int {
 			return cmp.Or(cmp.Compare(a.kind, b.kind), strings.Compare(a.namespace, b.namespace), strings.Compare(a.name, b.name))
