@@ -100,14 +100,20 @@ func TestWrapMatchesReference(t *testing.T) {
 			t.Fatalf("width of %q: %d, lipgloss %d", s, c.width, lipgloss.Width(s))
 		}
 		for w := 0; w <= 40; w++ {
-			want := referenceWrapCell(s, w)
-			if got := c.wrap(w); got != want {
-				t.Fatalf("wrap(%q, %d):\n got %q\nwant %q", s, w, got, want)
-			}
-			if got, want := c.lineCount(w), strings.Count(want, "\n")+1; got != want {
-				t.Fatalf("lineCount(%q, %d) = %d, want %d", s, w, got, want)
-			}
+			checkWrap(t, c, w)
 		}
+	}
+}
+
+// checkWrap compares the wrapping of c at w columns, and its line count, with the reference.
+func checkWrap(t *testing.T, c *cell, w int) {
+	t.Helper()
+	want := referenceWrapCell(c.text, w)
+	if got := c.wrap(w); got != want {
+		t.Fatalf("wrap(%q, %d):\n got %q\nwant %q", c.text, w, got, want)
+	}
+	if got, want := c.lineCount(w), strings.Count(want, "\n")+1; got != want {
+		t.Fatalf("lineCount(%q, %d) = %d, want %d", c.text, w, got, want)
 	}
 }
 
@@ -120,13 +126,7 @@ func TestWrapLongLinesMatchesReference(t *testing.T) {
 		}
 		c := newCell(s)
 		for _, w := range []int{1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144} {
-			want := referenceWrapCell(s, w)
-			if got := c.wrap(w); got != want {
-				t.Fatalf("wrap(%q, %d):\n got %q\nwant %q", s, w, got, want)
-			}
-			if got, want := c.lineCount(w), strings.Count(want, "\n")+1; got != want {
-				t.Fatalf("lineCount(%q, %d) = %d, want %d", s, w, got, want)
-			}
+			checkWrap(t, c, w)
 		}
 	}
 }
