@@ -31,15 +31,20 @@ func Explain(snap *model.Snapshot, q Query) (*explain.Result, error) {
 		return nil, fmt.Errorf("no snapshot to explain %q from", q.Host)
 	}
 	ix := index.Build(snap)
-	proxyNs := q.From.Namespace
-	if proxyNs == "" {
-		proxyNs = q.Namespace
-	}
-	proxy, err := ix.Proxy(string(q.From.Kind), proxyNs, q.From.Name)
+	proxy, err := queryProxy(ix, q)
 	if err != nil {
 		return nil, err
 	}
 	return NewExplainer(ix, proxy).Explain(q)
+}
+
+// queryProxy is the client proxy q names (q.From), in q.Namespace unless q.From names one.
+func queryProxy(ix *index.Index, q Query) (*index.Proxy, error) {
+	proxyNs := q.From.Namespace
+	if proxyNs == "" {
+		proxyNs = q.Namespace
+	}
+	return ix.Proxy(string(q.From.Kind), proxyNs, q.From.Name)
 }
 
 // Explainer explains the outbound clusters of one client proxy, host after host, over one index

@@ -41,11 +41,7 @@ func TestExplainerMatchesExplain(t *testing.T) {
 				t.Fatalf("loading: %v", err)
 			}
 			ix := index.Build(snap)
-			proxyNs := q.From.Namespace
-			if proxyNs == "" {
-				proxyNs = q.Namespace
-			}
-			proxy, err := ix.Proxy(string(q.From.Kind), proxyNs, q.From.Name)
+			proxy, err := queryProxy(ix, q)
 			if err != nil {
 				t.Fatal(err)
 			}
