@@ -87,7 +87,7 @@ func fetchPage[S any](ctx context.Context, rc rest.Interface, ki *kindInfo, ns s
 	}
 	body, _ := res.Raw()
 	p := &rawPage[S]{}
-	if err := json.Unmarshal(body, p); err != nil {
+	if err := pageJSON.Unmarshal(body, p); err != nil {
 		return nil, fmt.Errorf("decoding the list of %s: %w", ki.qualifiedResource(), err)
 	}
 	return p, nil
