@@ -403,6 +403,25 @@ func (r *Recorder) folded(order []int32) []FieldTrace {
 	return out
 }
 
+// EachValue calls fn with the value every path holds at the end (its last Set or SetNotSent;
+// paths that only have shadows are left out), in the order the values were recorded: what
+// Traces returns without the shadows, neither sorted nor copied. fn reads t and must not keep
+// it. Meant for small recorders: it compares every entry with the ones after it.
+func (r *Recorder) EachValue(fn func(t *FieldTrace)) {
+	for i := range r.log {
+		if r.isShadow(i) {
+			continue
+		}
+		last := true
+		for j := i + 1; j < len(r.log) && last; j++ {
+			last = r.isShadow(j) || r.log[j].Path != r.log[i].Path
+		}
+		if last {
+			fn(&r.log[i])
+		}
+	}
+}
+
 // Traces returns the recorded traces sorted by path (deterministic output, R9).
 func (r *Recorder) Traces() []FieldTrace {
 	order, single := r.sorted()

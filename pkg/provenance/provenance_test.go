@@ -155,6 +155,30 @@ func TestRecorderFoldsLikeAMap(t *testing.T) {
 		for _, p := range slices.Sorted(maps.Keys(m.traces)) {
 			want = append(want, *m.traces[p])
 		}
+		// EachValue: every path with a value once, holding its last value; no shadow-only path.
+		values := map[string]FieldTrace{}
+		r.EachValue(func(v *FieldTrace) {
+			if prev, dup := values[v.Path]; dup {
+				t.Fatalf("seed %d: EachValue gave %q twice: %+v and %+v", seed, v.Path, prev, *v)
+			}
+			values[v.Path] = *v
+		})
+		for _, w := range want {
+			got, ok := values[w.Path]
+			if w.Origin.Layer == "" {
+				if ok {
+					t.Fatalf("seed %d: EachValue gave shadow-only path %q: %+v", seed, w.Path, got)
+				}
+				continue
+			}
+			if !ok || got.Value != w.Value || got.NotSent != w.NotSent || got.Origin != w.Origin {
+				t.Fatalf("seed %d: EachValue(%q) = %+v (%v), want the value of %+v", seed, w.Path, got, ok, w)
+			}
+			delete(values, w.Path)
+		}
+		if len(values) > 0 {
+			t.Fatalf("seed %d: EachValue gave paths Traces does not have: %v", seed, values)
+		}
 		if got := r.Traces(); !reflect.DeepEqual(got, want) && (len(got) != 0 || len(want) != 0) {
 			t.Fatalf("seed %d: Traces = %+v\nwant %+v", seed, got, want)
 		}

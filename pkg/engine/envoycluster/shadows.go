@@ -50,41 +50,68 @@ func (st *clusterState) addShadows() {
 			continue
 		}
 		sc := st.scratchFor(dr)
-		traces := sc.rec.Traces()
-		putRecorder(sc.rec)
-		for _, t := range traces {
+		sc.st.rec.EachValue(func(t *provenance.FieldTrace) {
 			if t.NotSent || t.Origin.Layer != dr.src.layer || !strings.HasPrefix(t.Origin.Field, prefix) {
-				continue
+				return
 			}
 			st.rec.Shadow(t.Path, provenance.Shadow{Origin: t.Origin, Value: t.Value, Reason: dr.reason})
-		}
+		})
+		sc.release()
 	}
 }
 
-// scratchFor evaluates a dropped block alone on a copy of the cluster's starting point.
-func (st *clusterState) scratchFor(dr dropped) *clusterState {
-	p := &networking.TrafficPolicy{}
+// scratch is the state scratchFor evaluates a dropped block on. Its parts are reused from one
+// dropped block to the next (scratches): nothing of it outlives addShadows, which copies the
+// values and origins it reads.
+type scratch struct {
+	st     clusterState
+	eff    effective
+	policy networking.TrafficPolicy
+	c      clusterv3.Cluster
+	typ    clusterv3.Cluster_Type
+	lb     clusterv3.Cluster_CommonLbConfig
+	d      diagnostics
+}
+
+var scratches = sync.Pool{New: func() any { return &scratch{} }}
+
+// release empties sc and returns it, and its Recorder, to their pools.
+func (sc *scratch) release() {
+	putRecorder(sc.st.rec)
+	sc.st, sc.eff = clusterState{}, effective{}
+	sc.policy = networking.TrafficPolicy{}
+	sc.c, sc.typ, sc.lb = clusterv3.Cluster{}, clusterv3.Cluster_Type{}, clusterv3.Cluster_CommonLbConfig{}
+	scratches.Put(sc)
+}
+
+// scratchFor evaluates a dropped block alone on a copy of the cluster's starting point. The
+// caller reads sc.st.rec, then releases sc.
+func (st *clusterState) scratchFor(dr dropped) *scratch {
+	sc := scratches.Get().(*scratch)
+	p := &sc.policy
 	put(p, dr.block, dr.value)
-	eff := &effective{policy: p}
-	eff.src[dr.block] = dr.src
-	c := &clusterv3.Cluster{Name: st.c.Name, ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: st.c.GetType()},
-		CommonLbConfig: &clusterv3.Cluster_CommonLbConfig{}}
-	sc := &clusterState{b: st.b, c: c, rec: getRecorder(), d: &diagnostics{off: true}, eff: eff,
+	sc.eff.policy = p
+	sc.eff.src[dr.block] = dr.src
+	sc.typ.Type = st.c.GetType()
+	sc.c.Name, sc.c.ClusterDiscoveryType, sc.c.CommonLbConfig = st.c.Name, &sc.typ, &sc.lb
+	sc.d.off = true
+	sc.st = clusterState{b: st.b, c: &sc.c, rec: getRecorder(), d: &sc.d, eff: &sc.eff,
 		subset: st.subset, subsetIndex: st.subsetIndex, defaultSNI: st.defaultSNI, scratch: true}
+	s := &sc.st
 	if st.hpo != nil {
-		sc.hpo = proto.Clone(st.hpo).(*httpv3.HttpProtocolOptions)
+		s.hpo = proto.Clone(st.hpo).(*httpv3.HttpProtocolOptions)
 	}
 	switch dr.block {
 	case bConnectionPool:
 		cp := p.ConnectionPool
-		sc.applyH2Upgrade(cp)
-		sc.applyConnectionPool(cp, nil)
+		s.applyH2Upgrade(cp)
+		s.applyConnectionPool(cp, nil)
 	case bRetryBudget:
-		sc.applyConnectionPool(&networking.ConnectionPoolSettings{}, p.RetryBudget)
+		s.applyConnectionPool(&networking.ConnectionPoolSettings{}, p.RetryBudget)
 	case bOutlierDetection:
-		sc.applyOutlierDetection(p.OutlierDetection)
+		s.applyOutlierDetection(p.OutlierDetection)
 	case bLoadBalancer:
-		sc.applyLoadBalancer(p.LoadBalancer)
+		s.applyLoadBalancer(p.LoadBalancer)
 	}
 	return sc
 }
