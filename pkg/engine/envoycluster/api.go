@@ -145,8 +145,8 @@ type Input struct {
 	positions positionCache
 	// deferPositions leaves the positions of origins to resolvePositions.
 	deferPositions bool
-	// tls is what the builds of one host share of their TLS contexts.
-	tls *hostTLS
+	// shared is what the builds of one host share.
+	shared *hostShared
 }
 
 // Built is one generated cluster with the origin of its fields. Cluster is nil when istiod

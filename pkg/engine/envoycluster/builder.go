@@ -100,8 +100,8 @@ func newBuilder(in Input) (*builder, error) {
 	if in.positions == nil {
 		in.positions = positionCache{}
 	}
-	if in.tls == nil {
-		in.tls = &hostTLS{}
+	if in.shared == nil {
+		in.shared = &hostShared{}
 	}
 	b := &builder{in: in, mesh: mesh, flags: in.Flags}
 	if ref := in.Service.Ref; !ref.IsZero() {
@@ -550,16 +550,21 @@ func (st *clusterState) addTelemetryMetadata() {
 		// ServiceEntry services carry the host as their name (serviceentry/conversion.go).
 		name = svc.Hostname
 	}
-	im := st.istioMetadata()
-	im.Fields["services"] = structpb.NewListValue(&structpb.ListValue{Values: []*structpb.Value{
-		structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{
-			"host":      structpb.NewStringValue(svc.Hostname),
-			"name":      structpb.NewStringValue(name),
-			"namespace": structpb.NewStringValue(svc.Namespace),
-		}}),
-	}})
+	sh := b.in.shared
+	if sh.servicesOf != svc {
+		sh.servicesOf = svc
+		sh.services = structpb.NewListValue(&structpb.ListValue{Values: []*structpb.Value{
+			structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{
+				"host":      structpb.NewStringValue(svc.Hostname),
+				"name":      structpb.NewStringValue(name),
+				"namespace": structpb.NewStringValue(svc.Namespace),
+			}}),
+		}})
+		sh.servicesValue = "[{host: " + svc.Hostname + ", name: " + name + ", namespace: " + svc.Namespace + "}]"
+	}
+	st.istioMetadata().Fields["services"] = sh.services
 	o := b.registryOrigin("metadata", "service identity for telemetry (PILOT_ENABLE_TELEMETRY_LABEL)")
-	st.set(pIstioMeta+".services", "[{host: "+svc.Hostname+", name: "+name+", namespace: "+svc.Namespace+"}]", o)
+	st.set(pIstioMeta+".services", sh.servicesValue, o)
 }
 
 func (st *clusterState) istioMetadata() *structpb.Struct {

@@ -237,7 +237,7 @@ func (e *Explainer) host(hostname string, port uint32, subset string) (*HostClus
 		Flags:          DefaultFlags(),
 		positions:      positionCache{},
 		deferPositions: true,
-		tls:            &hostTLS{},
+		shared:         &hostShared{},
 	}
 	out.snap, out.positions = e.snap, in.positions
 	for i, p := range svc.Ports {

@@ -253,14 +253,22 @@ type mutualContext struct {
 	noSNI []byte
 }
 
-// hostTLS is what the builds of one host share of their TLS contexts: the builder of each port
-// starts from the ISTIO_MUTUAL context of the previous one.
-type hostTLS struct{ mutual *mutualContext }
+// hostShared is what the builds of one host share: the builder of each port starts from the
+// ISTIO_MUTUAL context of the previous one, and every cluster of the host carries the same
+// telemetry service metadata. The clusters share these messages: read them, never write them.
+type hostShared struct {
+	mutual *mutualContext
+	// services is the `istio.services` metadata value of servicesOf, and servicesValue its
+	// display form.
+	servicesOf    *index.Service
+	services      *structpb.Value
+	servicesValue string
+}
 
 // istioMutualContext returns the ISTIO_MUTUAL context for sans and alpn, its Sni to be set by
 // the caller. The context is the host's: it is marshalled into the cluster, never kept.
 func (b *builder) istioMutualContext(sans, alpn []string) *tlsv3.UpstreamTlsContext {
-	if m := b.in.tls.mutual; m != nil && slices.Equal(m.sans, sans) && slices.Equal(m.alpn, alpn) {
+	if m := b.in.shared.mutual; m != nil && slices.Equal(m.sans, sans) && slices.Equal(m.alpn, alpn) {
 		return m.ctx
 	}
 	ctx := &tlsv3.UpstreamTlsContext{CommonTlsContext: defaultCommonTLSContext()}
@@ -271,7 +279,7 @@ func (b *builder) istioMutualContext(sans, alpn []string) *tlsv3.UpstreamTlsCont
 			ValidationContextSdsSecretConfig: sdsSecret("ROOTCA"),
 		}}
 	ctx.CommonTlsContext.AlpnProtocols = alpn
-	b.in.tls.mutual = &mutualContext{sans: sans, alpn: alpn, ctx: ctx, noSNI: mustAny(ctx).Value}
+	b.in.shared.mutual = &mutualContext{sans: sans, alpn: alpn, ctx: ctx, noSNI: mustAny(ctx).Value}
 	return ctx
 }
 
@@ -282,7 +290,7 @@ const upstreamTLSType = "type.googleapis.com/envoy.extensions.transport_sockets.
 // the last one set) to the bytes without it: deterministic marshalling writes fields in number
 // order, so the result is the same.
 func (b *builder) tlsAny(ctx *tlsv3.UpstreamTlsContext) *anypb.Any {
-	m := b.in.tls.mutual
+	m := b.in.shared.mutual
 	if m == nil || ctx != m.ctx {
 		return mustAny(ctx)
 	}

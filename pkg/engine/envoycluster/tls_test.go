@@ -365,14 +365,14 @@ func TestProxyProtocolWrapsEveryTransportSocket(t *testing.T) {
 func TestTLSAnyEqualsMarshal(t *testing.T) {
 	// One builder per context, and builders sharing one host's contexts (as the ports of a host
 	// do), each starting from the context of the one before.
-	shared := &hostTLS{}
+	shared := &hostShared{}
 	for _, own := range []bool{true, false} {
 		for _, sans := range [][]string{nil, {""}, {"", ""}, {"spiffe://cluster.local/ns/a/sa/b"}, {"x", "y"}, {"xy"}} {
 			for _, alpn := range [][]string{alpnMxH2, alpnH2, alpnMx, alpnIstio} {
 				for _, sni := range []string{"outbound_.80_._.a.b.svc.cluster.local", strings.Repeat("s", 300)} {
-					b := &builder{in: Input{tls: shared}}
+					b := &builder{in: Input{shared: shared}}
 					if own {
-						b.in.tls = &hostTLS{}
+						b.in.shared = &hostShared{}
 					}
 					ctx := b.istioMutualContext(sans, alpn)
 					ctx.Sni = sni
