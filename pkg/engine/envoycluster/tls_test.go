@@ -367,7 +367,7 @@ func TestTLSAnyEqualsMarshal(t *testing.T) {
 	// do), each starting from the context of the one before.
 	shared := &hostShared{}
 	for _, own := range []bool{true, false} {
-		for _, sans := range [][]string{nil, {""}, {"", ""}, {"spiffe://cluster.local/ns/a/sa/b"}, {"x", "y"}, {"xy"}} {
+		for _, sans := range [][]string{nil, {""}, {"", ""}, {"spiffe://cluster.local/ns/a/sa/b"}, {"x", "y"}, {"xy"}, {strings.Repeat("a", 200), "b"}} {
 			for _, alpn := range [][]string{alpnMxH2, alpnH2, alpnMx, alpnIstio} {
 				for _, sni := range []string{"outbound_.80_._.a.b.svc.cluster.local", strings.Repeat("s", 300)} {
 					b := &builder{in: Input{shared: shared}}
