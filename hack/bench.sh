@@ -12,7 +12,8 @@
 #   2. the bare API reads those commands make, issued by a minimal client (meshgen bare-reads);
 #   3. the same explains offline with -f on the files;
 #   4. the engines alone (go test -bench, snapshot loaded);
-#   5. Istio's own cluster generation for the same proxy and mesh (conformance module).
+#   5. Istio's own cluster generation for the same proxy and mesh (conformance module), by turns
+#      with the engine's every-cluster loop in one process, their ratio taken per round.
 # With the slope on (the default) it does so at F/4, F/2 and F, growing the cluster in place.
 # The results go to DIR/report.md (default DIR: a new directory under /tmp) and stdout.
 # `make bench BENCH_FLAGS="--scale 0.1"` passes flags through make.
@@ -114,12 +115,12 @@ fi
 # go test -bench, one benchmark and one scale per run, so a run that exceeds the timeout loses
 # only its own line.
 bench_runs=()
-bench() { # name package dir benchtime count
-  local name="$1" pkg="$2" dir="$3" benchtime="$4" count="$5" out
+bench() { # name package dir benchtime count [rounds of a paired benchmark]
+  local name="$1" pkg="$2" dir="$3" benchtime="$4" count="$5" rounds="${6:-1}" out
   for s in $scales; do
     out="$workdir/bench-$name-$s.txt"
     log "go test -bench $name at scale $s"
-    if ! (cd "$dir" && MESH_EXPLAIN_BENCH_SCALE="$s" go test -run '^$' -bench "^Benchmark$name\$" \
+    if ! (cd "$dir" && MESH_EXPLAIN_BENCH_SCALE="$s" MESH_EXPLAIN_BENCH_ROUNDS="$rounds" go test -run '^$' -bench "^Benchmark$name\$" \
         -benchtime "$benchtime" -count "$count" -timeout "$engine_timeout" "$pkg") > "$out" 2>&1; then
       log "go test -bench $name at scale $s failed or timed out after $engine_timeout; see $out"
       echo "Benchmark$name/timeout scale=$s after $engine_timeout" >> "$workdir/bench-failures.txt"
@@ -134,7 +135,10 @@ if ! skipped engine; then
   bench ClusterEveryClusterOfProxy ./pkg/engine/envoycluster "$root" 1s "$repeat"
 fi
 if ! skipped istio; then
-  bench IstioBuildClusters ./istiorun "$root/conformance" 1s "$repeat"
+  # Istio's BuildClusters and the every-cluster loop by turns in one process, --repeat rounds:
+  # their ratio is taken per round (BenchmarkIstioBuildClusters alone: go test -bench in
+  # conformance/istiorun).
+  bench EveryClusterPaired ./istiorun "$root/conformance" 1s 1 "$repeat"
 fi
 
 "$meshgen" report "${bench_runs[@]}" "${results[@]}" > "$workdir/report.md"

@@ -157,6 +157,76 @@ func BenchmarkIstioBuildClusters(b *testing.B) {
 	}
 }
 
+// oursAt loads the same mesh as istiodAt for mesh-explain (gen.LoadSnapshot, as `-f DIR -R`
+// reads it) and builds the index of BenchmarkClusterEveryClusterOfProxy, once per test binary.
+func oursAt(b *testing.B, scale float64) *gen.EveryClusterBench {
+	b.Helper()
+	if eb, ok := ourBenches[scale]; ok {
+		return eb
+	}
+	cfg := gen.Config{Seed: 1, Sizes: gen.Scaled(scale)}
+	snap, m, err := gen.LoadSnapshot(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	eb, err := gen.NewEveryClusterBench(snap, m.Queries())
+	if err != nil {
+		b.Fatal(err)
+	}
+	ourBenches[scale] = eb
+	return eb
+}
+
+var ourBenches = map[float64]*gen.EveryClusterBench{}
+
+// BenchmarkEveryClusterPaired runs Istio's BuildClusters (as BenchmarkIstioBuildClusters) and
+// mesh-explain's every cluster of the same proxy (as pkg/engine/envoycluster
+// BenchmarkClusterEveryClusterOfProxy) on the same mesh in one process, by turns: each of the
+// gen.BenchRounds rounds runs services=N/istio and then services=N/mesh-explain (go test
+// -count would repeat each before the other), so the drift of a shared machine's speed over
+// minutes reaches both, and hack/meshgen report takes their ratio per round. Both hold the
+// other's state in the heap. The two must build the same number of outbound clusters.
+func BenchmarkEveryClusterPaired(b *testing.B) {
+	ConfigureLogging()
+	scales, err := gen.BenchScales()
+	if err != nil {
+		b.Fatal(err)
+	}
+	rounds, err := gen.BenchRounds()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, scale := range scales {
+		ib, eb := istiodAt(b, scale), oursAt(b, scale)
+		built, _, err := eb.EveryCluster()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(built) != ib.outbound {
+			b.Fatalf("mesh-explain builds %d clusters for the proxy, Istio %d outbound", len(built), ib.outbound)
+		}
+		for range rounds {
+			b.Run(fmt.Sprintf("services=%d/istio", ib.services), func(b *testing.B) {
+				req := &model.PushRequest{Push: ib.server.PushContext()}
+				b.ReportAllocs()
+				for b.Loop() {
+					ib.server.ConfigGen.BuildClusters(ib.proxy, req)
+				}
+				b.ReportMetric(float64(ib.outbound), "clusters/op")
+			})
+			b.Run(fmt.Sprintf("services=%d/mesh-explain", ib.services), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, _, err := eb.EveryCluster(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(len(built)), "clusters/op")
+			})
+		}
+	}
+}
+
 // processFailer is the test.Failer of an istiod that lives as long as the test binary: it never
 // runs cleanups, and a failure ends the benchmark.
 type processFailer struct{}

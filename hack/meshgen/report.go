@@ -213,8 +213,15 @@ func parseBench(r io.Reader) ([]benchResult, error) {
 		}
 		br := benchResult{name: strings.TrimPrefix(name, "Benchmark"), metrics: map[string]float64{}}
 		if base, size, ok := strings.Cut(br.name, "/services="); ok {
+			// NAME/services=N, or NAME/services=N/SIDE for the sides of a paired benchmark,
+			// whose later rounds go test names SIDE#01, SIDE#02...
+			size, side, paired := strings.Cut(size, "/")
 			br.name = base
 			br.services, _ = strconv.Atoi(size)
+			if paired {
+				side, _, _ = strings.Cut(side, "#")
+				br.name = base + "/" + side
+			}
 		}
 		for i := 2; i+1 < len(f); i += 2 {
 			v, err := strconv.ParseFloat(f[i], 64)
@@ -259,7 +266,30 @@ var engineBenches = []struct{ name, what string }{
 	{"ClusterIndexBuild", "the index alone (Services, DestinationRules, VirtualServices, PeerAuthentications)"},
 	{"ClusterEveryClusterOfProxy", "every cluster of one proxy: every host it can see, explained with the origin of every field"},
 	{"IstioBuildClusters", "Istio's `ConfigGeneratorImpl.BuildClusters` for the same proxy and mesh (conformance module)"},
+	{pairedIstio, "Istio's `ConfigGeneratorImpl.BuildClusters` for the same proxy and mesh (conformance module), by turns with the next row in one process that holds both"},
+	{pairedOurs, "ClusterEveryClusterOfProxy's loop in that process, its turn after each of Istio's"},
 	{"AuthzExplainWorkload", "`authz`, one ambient workload"},
+}
+
+// The two sides of conformance/istiorun BenchmarkEveryClusterPaired.
+const (
+	pairedIstio = "EveryClusterPaired/istio"
+	pairedOurs  = "EveryClusterPaired/mesh-explain"
+)
+
+// pairedRatio is the distribution of ours ÷ Istio's over the rounds of the paired benchmark at n
+// Services: each round's two results are next to each other in time.
+func (bs benchSet) pairedRatio(n int) (stats, bool) {
+	istio, ours := bs[benchKey{pairedIstio, n}], bs[benchKey{pairedOurs, n}]
+	var xs []float64
+	for i := 0; i < len(istio) && i < len(ours); i++ {
+		a, ok1 := ours[i].metrics["ns/op"]
+		b, ok2 := istio[i].metrics["ns/op"]
+		if ok1 && ok2 && b > 0 {
+			xs = append(xs, a/b)
+		}
+	}
+	return statsOf(xs), len(xs) > 0
 }
 
 func report(args []string) error {
@@ -413,7 +443,17 @@ func writeEngine(w io.Writer, benches benchSet, sizes []int) {
 		fmt.Fprint(w, "---|")
 	}
 	fmt.Fprintln(w, "---|---|---|")
-	for _, b := range engineBenches {
+	var rows []int
+	for i, b := range engineBenches {
+		for _, n := range have {
+			if _, ok := benches.stats(b.name, n, "ns/op"); ok {
+				rows = append(rows, i)
+				break
+			}
+		}
+	}
+	for _, i := range rows {
+		b := engineBenches[i]
 		points := map[int]float64{}
 		fmt.Fprintf(w, "| %s |", b.name)
 		last := 0
@@ -442,14 +482,19 @@ func writeEngine(w io.Writer, benches benchSet, sizes []int) {
 		fmt.Fprintf(w, " %.2f | %s | %s |\n", slope(points), fmtBytes(mem.median), cl)
 	}
 	fmt.Fprintln(w)
-	for _, b := range engineBenches {
-		fmt.Fprintf(w, "- %s: %s\n", b.name, b.what)
+	for _, i := range rows {
+		fmt.Fprintf(w, "- %s: %s\n", engineBenches[i].name, engineBenches[i].what)
 	}
 	for _, n := range have {
+		if r, ok := benches.pairedRatio(n); ok {
+			fmt.Fprintf(w, "- %d Services: every cluster of one proxy, ours ÷ Istio's in the paired run = %.2f (%.2f–%.2f over %d rounds)\n",
+				n, r.median, r.min, r.max, r.n)
+			continue
+		}
 		ours, ok1 := benches.stats("ClusterEveryClusterOfProxy", n, "ns/op")
 		istio, ok2 := benches.stats("IstioBuildClusters", n, "ns/op")
 		if ok1 && ok2 {
-			fmt.Fprintf(w, "- %d Services: every cluster of one proxy, ours ÷ Istio's = %.1f\n", n, ours.median/istio.median)
+			fmt.Fprintf(w, "- %d Services: every cluster of one proxy, ours ÷ Istio's = %.1f (separate runs)\n", n, ours.median/istio.median)
 		}
 	}
 	fmt.Fprintln(w)

@@ -35,6 +35,23 @@ func BenchScales() ([]float64, error) {
 	return out, nil
 }
 
+// RoundsEnv names the environment variable that sets how many rounds a paired benchmark runs
+// (conformance/istiorun BenchmarkEveryClusterPaired), default 1.
+const RoundsEnv = "MESH_EXPLAIN_BENCH_ROUNDS"
+
+// BenchRounds returns the number of rounds RoundsEnv asks for.
+func BenchRounds() (int, error) {
+	v := os.Getenv(RoundsEnv)
+	if v == "" {
+		return 1, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%s=%q: want a positive number", RoundsEnv, v)
+	}
+	return n, nil
+}
+
 // LoadSnapshot generates the mesh of c, writes it to files in a temporary directory and loads
 // them with pkg/source, as `-f DIR -R` does; the directory is removed before it returns.
 func LoadSnapshot(c Config) (*model.Snapshot, *Mesh, error) {

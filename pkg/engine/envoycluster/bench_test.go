@@ -24,8 +24,7 @@ type benchMesh struct {
 	sizes   gen.Sizes
 	// everyCluster is the index and the clusters of BenchmarkClusterEveryClusterOfProxy, built
 	// and checked once: -count repeats the measurement, not the check.
-	ix       *index.Index
-	proxy    *index.Proxy
+	every    *gen.EveryClusterBench
 	clusters []envoycluster.Built
 	diags    int
 }
@@ -105,59 +104,34 @@ func BenchmarkClusterIndexBuild(b *testing.B) {
 
 // BenchmarkClusterEveryClusterOfProxy builds every outbound cluster of one client proxy, for
 // every host the proxy can see, with the origin of every field: what istiod's BuildClusters does
-// for the proxy (compare conformance/istiorun BenchmarkIstioBuildClusters). The index is built
-// once, as istiod builds its PushContext once; an Explainer then takes each host through the
-// steps Explain takes for it (scope, DestinationRule selection and its diagnostics, host and
-// route diagnostics, mTLS inference, one build per port).
+// for the proxy (compare conformance/istiorun BenchmarkEveryClusterPaired, which runs this loop
+// and Istio's by turns in one process). The index is built once, as istiod builds its
+// PushContext once; an Explainer then takes each host through the steps Explain takes for it
+// (scope, DestinationRule selection and its diagnostics, host and route diagnostics, mTLS
+// inference, one build per port): gen.EveryClusterBench.
 func BenchmarkClusterEveryClusterOfProxy(b *testing.B) {
 	eachScale(b, func(b *testing.B, m *benchMesh) {
-		if m.ix == nil {
-			m.ix = index.Build(m.snap)
-			q := m.queries
-			proxy, err := m.ix.Proxy("pod", q.ClientNamespace, q.ClientPod)
+		if m.every == nil {
+			eb, err := gen.NewEveryClusterBench(m.snap, m.queries)
 			if err != nil {
 				b.Fatal(err)
 			}
-			built, diags, err := everyCluster(envoycluster.NewExplainer(m.ix, proxy))
+			built, diags, err := eb.EveryCluster()
 			if err != nil {
 				b.Fatal(err)
 			}
 			checkTraced(b, built)
-			m.proxy, m.clusters, m.diags = proxy, built, diags
+			m.every, m.clusters, m.diags = eb, built, diags
 		}
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, _, err := everyCluster(envoycluster.NewExplainer(m.ix, m.proxy)); err != nil {
+			if _, _, err := m.every.EveryCluster(); err != nil {
 				b.Fatal(err)
 			}
 		}
 		b.ReportMetric(float64(len(m.clusters)), "clusters/op")
 		b.ReportMetric(float64(m.diags), "diagnostics/op")
 	})
-}
-
-// everyCluster returns the clusters istiod would push to the Explainer's proxy for every host in
-// its scope, and the number of scope, selection, host and route diagnostics of the hosts that
-// have clusters.
-func everyCluster(e *envoycluster.Explainer) ([]envoycluster.Built, int, error) {
-	var out []envoycluster.Built
-	diags := 0
-	for _, h := range e.Hosts() {
-		hc, err := e.Host(h)
-		if err != nil {
-			return nil, 0, err
-		}
-		if hc.Service == nil || hc.Service.Resolution == index.Alias {
-			continue
-		}
-		diags += len(hc.Diagnostics)
-		for _, bc := range hc.Clusters {
-			if bc.Cluster != nil {
-				out = append(out, bc)
-			}
-		}
-	}
-	return out, diags, nil
 }
 
 // checkTraced fails b when a generated cluster has a field without an origin.
