@@ -146,15 +146,18 @@ func BenchmarkIstioBuildClusters(b *testing.B) {
 	}
 	for _, scale := range scales {
 		ib := istiodAt(b, scale)
-		b.Run(fmt.Sprintf("services=%d", ib.services), func(b *testing.B) {
-			req := &model.PushRequest{Push: ib.server.PushContext()}
-			b.ReportAllocs()
-			for b.Loop() {
-				ib.server.ConfigGen.BuildClusters(ib.proxy, req)
-			}
-			b.ReportMetric(float64(ib.outbound), "clusters/op")
-		})
+		b.Run(fmt.Sprintf("services=%d", ib.services), ib.buildClusters)
 	}
+}
+
+// buildClusters measures BuildClusters for the proxy.
+func (ib *istioBench) buildClusters(b *testing.B) {
+	req := &model.PushRequest{Push: ib.server.PushContext()}
+	b.ReportAllocs()
+	for b.Loop() {
+		ib.server.ConfigGen.BuildClusters(ib.proxy, req)
+	}
+	b.ReportMetric(float64(ib.outbound), "clusters/op")
 }
 
 // oursAt loads the same mesh as istiodAt for mesh-explain (gen.LoadSnapshot, as `-f DIR -R`
@@ -206,14 +209,7 @@ func BenchmarkEveryClusterPaired(b *testing.B) {
 			b.Fatalf("mesh-explain builds %d clusters for the proxy, Istio %d outbound", len(built), ib.outbound)
 		}
 		for range rounds {
-			b.Run(fmt.Sprintf("services=%d/istio", ib.services), func(b *testing.B) {
-				req := &model.PushRequest{Push: ib.server.PushContext()}
-				b.ReportAllocs()
-				for b.Loop() {
-					ib.server.ConfigGen.BuildClusters(ib.proxy, req)
-				}
-				b.ReportMetric(float64(ib.outbound), "clusters/op")
-			})
+			b.Run(fmt.Sprintf("services=%d/istio", ib.services), ib.buildClusters)
 			b.Run(fmt.Sprintf("services=%d/mesh-explain", ib.services), func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {

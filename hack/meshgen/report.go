@@ -417,13 +417,23 @@ func writeLive(w io.Writer, r *Results) {
 }
 
 func writeEngine(w io.Writer, benches benchSet, sizes []int) {
-	var have []int
+	// have: the sizes some benchmark ran at; rows: the benchmarks that ran at some size.
+	var have, rows []int
+	ran := map[int]bool{}
 	for _, n := range sizes {
-		for _, b := range engineBenches {
+		any := false
+		for i, b := range engineBenches {
 			if _, ok := benches.stats(b.name, n, "ns/op"); ok {
-				have = append(have, n)
-				break
+				any, ran[i] = true, true
 			}
+		}
+		if any {
+			have = append(have, n)
+		}
+	}
+	for i := range engineBenches {
+		if ran[i] {
+			rows = append(rows, i)
 		}
 	}
 	if len(have) == 0 {
@@ -443,15 +453,6 @@ func writeEngine(w io.Writer, benches benchSet, sizes []int) {
 		fmt.Fprint(w, "---|")
 	}
 	fmt.Fprintln(w, "---|---|---|")
-	var rows []int
-	for i, b := range engineBenches {
-		for _, n := range have {
-			if _, ok := benches.stats(b.name, n, "ns/op"); ok {
-				rows = append(rows, i)
-				break
-			}
-		}
-	}
 	for _, i := range rows {
 		b := engineBenches[i]
 		points := map[int]float64{}
