@@ -230,13 +230,25 @@ func (ix *Index) WorkloadPeerAuthentications(svc *Service) []WorkloadMTLS {
 	}
 	var byPA map[provenance.Ref]*WorkloadMTLS
 	var order []provenance.Ref
+	// The ports of a service mostly list the same workloads in the same order: the policy of
+	// an endpoint is reused from the previous port's endpoint at its place when both name the
+	// same workload.
+	var prev, cur []workloadPA
 	for _, port := range sortedPorts(svc.Endpoints) {
-		for _, ep := range svc.Endpoints[port] {
-			lbls, ns := ep.Labels, svc.Namespace
-			if w, ok := ix.workloadByRef[ep.Ref]; ok {
-				lbls, ns = w.labels, w.namespace
+		prev, cur = cur, prev[:0]
+		for i, ep := range svc.Endpoints[port] {
+			var wp workloadPA
+			if i < len(prev) && prev[i].ref == ep.Ref {
+				wp = prev[i]
+			} else {
+				lbls, ns := ep.Labels, svc.Namespace
+				if w, ok := ix.workloadByRef[ep.Ref]; ok {
+					lbls, ns = w.labels, w.namespace
+				}
+				wp = workloadPA{ref: ep.Ref, ns: ns, pa: ix.workloadPolicy(ns, lbls)}
 			}
-			pa := ix.workloadPolicy(ns, lbls)
+			cur = append(cur, wp)
+			pa, ns := wp.pa, wp.ns
 			if pa == nil {
 				continue
 			}
@@ -267,6 +279,13 @@ func (ix *Index) WorkloadPeerAuthentications(svc *Service) []WorkloadMTLS {
 		}
 	}
 	return out
+}
+
+// workloadPA is the workload-level PeerAuthentication of one endpoint's workload.
+type workloadPA struct {
+	ref provenance.Ref
+	ns  string
+	pa  *securityv1.PeerAuthentication
 }
 
 // workloadPolicy is the oldest workload-level PeerAuthentication (selector set, not in the root

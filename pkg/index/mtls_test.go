@@ -188,3 +188,33 @@ func TestComposePeerAuthenticationForEndpoints(t *testing.T) {
 		})
 	}
 }
+
+// The policy of an endpoint is reused from the previous port only when the endpoint at the same
+// place names the same workload: ports whose endpoint lists differ still get each workload's own.
+func TestWorkloadPeerAuthenticationsPortsListDifferentWorkloads(t *testing.T) {
+	v1 := pod("reviews-v1", "bookinfo", "10.1.0.1", map[string]string{"app": "reviews", "version": "v1"})
+	v2 := pod("reviews-v2", "bookinfo", "10.1.0.2", map[string]string{"app": "reviews", "version": "v2"})
+	v3 := pod("reviews-v3", "bookinfo", "10.1.0.3", map[string]string{"app": "reviews", "version": "v3"})
+	ix := Build(snapshot(kubeSvc("reviews", "bookinfo", "http:9080"), v1, v2, v3,
+		peerAuthn("v1-strict", "bookinfo", paStrict, map[string]string{"version": "v1"}, 0),
+		peerAuthn("v3-disable", "bookinfo", paDisable, map[string]string{"version": "v3"}, 0)))
+	svcs, err := ix.ResolveHost("reviews", "bookinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := *svcs[0]
+	svc.Endpoints = map[uint32][]Endpoint{
+		9080: {podEndpoint(v1, 9080), podEndpoint(v2, 9080), podEndpoint(v3, 9080)},
+		9443: {podEndpoint(v2, 9443), podEndpoint(v1, 9443)},
+		9500: {podEndpoint(v2, 9500), podEndpoint(v3, 9500), podEndpoint(v1, 9500)},
+	}
+	want := []WorkloadMTLS{
+		{PeerAuthentication: *paref("bookinfo", "v1-strict"), Mode: MTLSStrict,
+			Endpoints: []Endpoint{podEndpoint(v1, 9080), podEndpoint(v1, 9443), podEndpoint(v1, 9500)}},
+		{PeerAuthentication: *paref("bookinfo", "v3-disable"), Mode: MTLSDisable,
+			Endpoints: []Endpoint{podEndpoint(v3, 9080), podEndpoint(v3, 9500)}},
+	}
+	if diff := cmp.Diff(want, ix.WorkloadPeerAuthentications(&svc), cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}

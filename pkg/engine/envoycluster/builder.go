@@ -2,7 +2,6 @@ package envoycluster
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -10,7 +9,6 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	caresv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/network/dns_resolver/cares/v3"
-	rawbufferv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/raw_buffer/v3"
 	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -590,14 +588,7 @@ func (st *clusterState) applyEdsConfig() {
 	if c.GetType() != clusterv3.Cluster_EDS {
 		return
 	}
-	c.EdsClusterConfig = &clusterv3.Cluster_EdsClusterConfig{
-		ServiceName: c.Name,
-		EdsConfig: &corev3.ConfigSource{
-			ConfigSourceSpecifier: &corev3.ConfigSource_Ads{Ads: &corev3.AggregatedConfigSource{}},
-			InitialFetchTimeout:   durationpb.New(0),
-			ResourceApiVersion:    corev3.ApiVersion_V3,
-		},
-	}
+	c.EdsClusterConfig = &clusterv3.Cluster_EdsClusterConfig{ServiceName: c.Name, EdsConfig: shared.edsConfig}
 	st.set("edsClusterConfig.serviceName", c.Name, istioDefault("EDS resource name is the cluster name"))
 	st.set("edsClusterConfig.edsConfig", "ADS, initialFetchTimeout 0s, V3", istioDefault("maybeApplyEdsConfig"))
 }
@@ -607,8 +598,8 @@ func (st *clusterState) applyMetadataExchange() {
 	if !st.b.flags.MetadataExchange {
 		return
 	}
-	st.c.Filters = append(st.c.Filters, metadataExchangeFilter())
-	st.set("filters["+strconv.Itoa(len(st.c.Filters)-1)+"]", "istio.metadata_exchange",
+	st.c.Filters = append(st.c.Filters, shared.metadataExchange)
+	st.set(filterPath(len(st.c.Filters)-1), "istio.metadata_exchange",
 		flagOrigin("PILOT_ENABLE_METADATA_EXCHANGE", "peer metadata exchange over istio-peer-exchange"))
 }
 
@@ -665,9 +656,6 @@ func (st *clusterState) finish() {
 		st.set("commonLbConfig", "{}", istioDefault("always present on service clusters (buildCluster)"))
 	}
 }
-
-// rawBufferConfig is the typed config of a raw_buffer transport socket.
-var rawBufferConfig = sync.OnceValue(func() *anypb.Any { return mustAny(&rawbufferv3.RawBuffer{}) })
 
 // copyAny returns a new Any with the type and bytes of a (the bytes are shared, never written).
 func copyAny(a *anypb.Any) *anypb.Any { return &anypb.Any{TypeUrl: a.TypeUrl, Value: a.Value} }

@@ -6,7 +6,6 @@ import (
 	"sync"
 
 	"google.golang.org/protobuf/types/known/durationpb"
-	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
@@ -263,5 +262,3 @@ func fmtDuration(d *durationpb.Duration) string {
 func fmtU32(v uint32) string { return strconv.FormatUint(uint64(v), 10) }
 
 func fmtFloat(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
-
-func u32(v uint32) *wrapperspb.UInt32Value { return &wrapperspb.UInt32Value{Value: v} }

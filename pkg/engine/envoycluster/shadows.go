@@ -5,32 +5,15 @@ import (
 	"strings"
 	"sync"
 
-	udpatypev1 "github.com/cncf/xds/go/udpa/type/v1"
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/anypb"
-	"google.golang.org/protobuf/types/known/structpb"
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
-
-// metadataExchangeFilter mirrors xdsfilters.TCPClusterMx.
-func metadataExchangeFilter() *clusterv3.Filter {
-	return &clusterv3.Filter{Name: "istio.metadata_exchange", TypedConfig: copyAny(metadataExchangeConfig())}
-}
-
-// metadataExchangeConfig is the typed config of metadataExchangeFilter, the same for every cluster.
-var metadataExchangeConfig = sync.OnceValue(func() *anypb.Any {
-	v, _ := structpb.NewStruct(map[string]any{"protocol": "istio-peer-exchange", "enable_discovery": true})
-	return mustAny(&udpatypev1.TypedStruct{
-		TypeUrl: "type.googleapis.com/envoy.tcp.metadataexchange.config.MetadataExchange",
-		Value:   v,
-	})
-})
 
 // addShadows attaches every dropped block's would-be values to the output paths they would
 // have written, so the explanation shows what a port-level entry, a subset or a DestinationRule

@@ -160,8 +160,8 @@ func (st *clusterState) applyTLS(userTLS *networking.ClientTLSSettings, pp *netw
 	case ctx != nil && matches:
 		sock := &corev3.TransportSocket{Name: "envoy.transport_sockets.tls", ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: b.tlsAny(ctx)}}
 		c.TransportSocketMatches = []*clusterv3.Cluster_TransportSocketMatch{
-			{Name: "tlsMode-istio", Match: &structpb.Struct{Fields: map[string]*structpb.Value{"tlsMode": structpb.NewStringValue("istio")}}, TransportSocket: sock},
-			defaultTransportSocketMatch(),
+			{Name: "tlsMode-istio", Match: shared.tlsModeIstio, TransportSocket: sock},
+			shared.plaintextMatch,
 		}
 		st.set("transportSocketMatches[0].name", "tlsMode-istio", ts.mode)
 		st.set("transportSocketMatches[0].match", "tlsMode: istio",
@@ -175,15 +175,6 @@ func (st *clusterState) applyTLS(userTLS *networking.ClientTLSSettings, pp *netw
 	}
 	if pp != nil {
 		st.applyProxyProtocol(pp)
-	}
-}
-
-func defaultTransportSocketMatch() *clusterv3.Cluster_TransportSocketMatch {
-	return &clusterv3.Cluster_TransportSocketMatch{
-		Name:  "tlsMode-disabled",
-		Match: &structpb.Struct{},
-		TransportSocket: &corev3.TransportSocket{Name: "envoy.transport_sockets.raw_buffer",
-			ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: copyAny(rawBufferConfig())}},
 	}
 }
 
@@ -684,7 +675,7 @@ func (st *clusterState) applyProxyProtocol(pp *networking.TrafficPolicy_ProxyPro
 		st.set(p+".typedConfig.config", "PROXY protocol "+ver.String(), o)
 	}
 	if c.TransportSocket == nil && len(c.TransportSocketMatches) == 0 {
-		raw := &corev3.TransportSocket{Name: "raw_buffer", ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: copyAny(rawBufferConfig())}}
+		raw := &corev3.TransportSocket{Name: "raw_buffer", ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: shared.rawBuffer}}
 		c.TransportSocket = wrap(raw, "envoy.transport_sockets.upstream_proxy_protocol")
 		trace("transportSocket")
 		st.set("transportSocket.typedConfig.transportSocket", "raw_buffer (plaintext)", istioDefault("no TLS: PROXY protocol wraps a raw socket"))
@@ -695,7 +686,9 @@ func (st *clusterState) applyProxyProtocol(pp *networking.TrafficPolicy_ProxyPro
 		trace("transportSocket")
 	}
 	for i, m := range c.TransportSocketMatches {
-		m.TransportSocket = wrap(m.TransportSocket, "envoy.transport_sockets.upstream_proxy_protocol")
+		// A new match: the plaintext one is shared by every cluster (sharedMessages).
+		c.TransportSocketMatches[i] = &clusterv3.Cluster_TransportSocketMatch{Name: m.Name, Match: m.Match,
+			TransportSocket: wrap(m.TransportSocket, "envoy.transport_sockets.upstream_proxy_protocol")}
 		trace(fmt.Sprintf("transportSocketMatches[%d].transportSocket", i))
 	}
 }

@@ -3,6 +3,7 @@ package envoycluster
 import (
 	"fmt"
 	"math"
+	"strconv"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -334,7 +335,7 @@ func (st *clusterState) applyOutlierDetection(od *networking.OutlierDetection) {
 		return
 	}
 	c := st.c
-	o := func(f string) provenance.Origin { return st.blockOrigin(bOutlierDetection, "outlierDetection."+f) }
+	o := func(f string) provenance.Origin { return st.blockOrigin(bOutlierDetection, f) }
 	// A present block (even {}) always disables success-rate ejection; consecutive error
 	// counters are enforced at 100% when positive and 0% when explicitly 0.
 	out := &clusterv3.OutlierDetection{EnforcingSuccessRate: u32(0)}
@@ -342,13 +343,13 @@ func (st *clusterState) applyOutlierDetection(od *networking.OutlierDetection) {
 	if e := od.Consecutive_5XxErrors; e != nil {
 		v := e.GetValue()
 		out.Consecutive_5Xx = u32(v)
-		st.set("outlierDetection.consecutive5xx", fmtU32(v), o("consecutive5xxErrors"))
+		st.set("outlierDetection.consecutive5xx", fmtU32(v), o("outlierDetection.consecutive5xxErrors"))
 		enf := uint32(0)
 		if v > 0 {
 			enf = 100
 		}
 		out.EnforcingConsecutive_5Xx = u32(enf)
-		st.set("outlierDetection.enforcingConsecutive5xx", fmtU32(enf), withNote(o("consecutive5xxErrors"), "100 when consecutive5xxErrors > 0, else 0"))
+		st.set("outlierDetection.enforcingConsecutive5xx", fmtU32(enf), withNote(o("outlierDetection.consecutive5xxErrors"), "100 when consecutive5xxErrors > 0, else 0"))
 	} else if !st.scratch {
 		st.notSent("outlierDetection.consecutive5xx", "5", envoyDefault("consecutive5xxErrors unset: Envoy still ejects after 5 consecutive 5xx"))
 		st.notSent("outlierDetection.enforcingConsecutive5xx", "100", envoyDefault("5xx ejection is enforced by Envoy default"))
@@ -356,40 +357,40 @@ func (st *clusterState) applyOutlierDetection(od *networking.OutlierDetection) {
 	if e := od.ConsecutiveGatewayErrors; e != nil {
 		v := e.GetValue()
 		out.ConsecutiveGatewayFailure = u32(v)
-		st.set("outlierDetection.consecutiveGatewayFailure", fmtU32(v), o("consecutiveGatewayErrors"))
+		st.set("outlierDetection.consecutiveGatewayFailure", fmtU32(v), o("outlierDetection.consecutiveGatewayErrors"))
 		enf := uint32(0)
 		if v > 0 {
 			enf = 100
 		}
 		out.EnforcingConsecutiveGatewayFailure = u32(enf)
-		st.set("outlierDetection.enforcingConsecutiveGatewayFailure", fmtU32(enf), withNote(o("consecutiveGatewayErrors"), "100 when consecutiveGatewayErrors > 0, else 0"))
+		st.set("outlierDetection.enforcingConsecutiveGatewayFailure", fmtU32(enf), withNote(o("outlierDetection.consecutiveGatewayErrors"), "100 when consecutiveGatewayErrors > 0, else 0"))
 	}
 	if od.Interval != nil {
 		out.Interval = od.Interval
-		st.set("outlierDetection.interval", fmtDuration(od.Interval), o("interval"))
+		st.set("outlierDetection.interval", fmtDuration(od.Interval), o("outlierDetection.interval"))
 	} else if !st.scratch {
 		st.notSent("outlierDetection.interval", "10s", envoyDefault(""))
 	}
 	if od.BaseEjectionTime != nil {
 		out.BaseEjectionTime = od.BaseEjectionTime
-		st.set("outlierDetection.baseEjectionTime", fmtDuration(od.BaseEjectionTime), o("baseEjectionTime"))
+		st.set("outlierDetection.baseEjectionTime", fmtDuration(od.BaseEjectionTime), o("outlierDetection.baseEjectionTime"))
 	} else if !st.scratch {
 		st.notSent("outlierDetection.baseEjectionTime", "30s", envoyDefault(""))
 	}
 	if od.MaxEjectionPercent > 0 {
 		out.MaxEjectionPercent = u32(uint32(od.MaxEjectionPercent))
-		st.set("outlierDetection.maxEjectionPercent", fmt.Sprint(od.MaxEjectionPercent), o("maxEjectionPercent"))
+		st.set("outlierDetection.maxEjectionPercent", strconv.FormatInt(int64(od.MaxEjectionPercent), 10), o("outlierDetection.maxEjectionPercent"))
 	} else if !st.scratch {
 		st.notSent("outlierDetection.maxEjectionPercent", "10", envoyDefault(""))
 	}
 	if od.SplitExternalLocalOriginErrors {
 		out.SplitExternalLocalOriginErrors = true
-		st.set("outlierDetection.splitExternalLocalOriginErrors", "true", o("splitExternalLocalOriginErrors"))
+		st.set("outlierDetection.splitExternalLocalOriginErrors", "true", o("outlierDetection.splitExternalLocalOriginErrors"))
 		if v := od.ConsecutiveLocalOriginFailures.GetValue(); v > 0 {
 			out.ConsecutiveLocalOriginFailure = u32(v)
 			out.EnforcingConsecutiveLocalOriginFailure = u32(100)
-			st.set("outlierDetection.consecutiveLocalOriginFailure", fmtU32(v), o("consecutiveLocalOriginFailures"))
-			st.set("outlierDetection.enforcingConsecutiveLocalOriginFailure", "100", withNote(o("consecutiveLocalOriginFailures"), "enforced when set"))
+			st.set("outlierDetection.consecutiveLocalOriginFailure", fmtU32(v), o("outlierDetection.consecutiveLocalOriginFailures"))
+			st.set("outlierDetection.enforcingConsecutiveLocalOriginFailure", "100", withNote(o("outlierDetection.consecutiveLocalOriginFailures"), "enforced when set"))
 		}
 		out.EnforcingLocalOriginSuccessRate = u32(0)
 		st.set("outlierDetection.enforcingLocalOriginSuccessRate", "0", istioDefault("local-origin success-rate ejection is always disabled"))
@@ -399,7 +400,7 @@ func (st *clusterState) applyOutlierDetection(od *networking.OutlierDetection) {
 	// Disable the panic threshold by default: minHealthPercent (0 when unset) is always written.
 	mhp := od.MinHealthPercent
 	if mhp >= 0 {
-		po := o("minHealthPercent")
+		po := o("outlierDetection.minHealthPercent")
 		if mhp == 0 {
 			po.Note = "unset or 0: the panic threshold is disabled"
 		}
@@ -408,7 +409,7 @@ func (st *clusterState) applyOutlierDetection(od *networking.OutlierDetection) {
 			po = fo
 		}
 		c.CommonLbConfig.HealthyPanicThreshold = &typev3.Percent{Value: float64(mhp)}
-		st.set("commonLbConfig.healthyPanicThreshold", fmt.Sprintf("%d%%", mhp), po)
+		st.set("commonLbConfig.healthyPanicThreshold", strconv.FormatInt(int64(mhp), 10)+"%", po)
 	}
 }
 
