@@ -151,7 +151,9 @@ type Input struct {
 
 // Built is one generated cluster with the origin of its fields. Cluster is nil when istiod
 // generates no cluster: a DNS cluster whose (subset-filtered) endpoints are empty
-// (index.HostDiagnostics reports those as D17/D18).
+// (index.HostDiagnostics reports those as D17/D18). Clusters share the sub-messages that are
+// the same in every cluster (the EDS config source, the plaintext transport socket match, the
+// metadata exchange filter, ...): a caller that changes a Cluster clones it first.
 type Built struct {
 	Name    string
 	Subset  string

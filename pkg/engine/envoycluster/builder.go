@@ -34,9 +34,11 @@ type builder struct {
 	// portPath is portField, made on first use.
 	portPath string
 	// rulePrimary and ruleConfig are the Resource and the `istio.config` metadata of the rule's
-	// primary DestinationRule, made on first use.
-	rulePrimary *provenance.Ref
-	ruleConfig  string
+	// primary DestinationRule, made on first use; ruleConfigValue is the metadata value, shared
+	// by the clusters of the port.
+	rulePrimary     *provenance.Ref
+	ruleConfig      string
+	ruleConfigValue *structpb.Value
 }
 
 func (b *builder) caresConfig() *anypb.Any {
@@ -588,7 +590,7 @@ func (st *clusterState) applyEdsConfig() {
 	if c.GetType() != clusterv3.Cluster_EDS {
 		return
 	}
-	c.EdsClusterConfig = &clusterv3.Cluster_EdsClusterConfig{ServiceName: c.Name, EdsConfig: shared.edsConfig}
+	c.EdsClusterConfig = &clusterv3.Cluster_EdsClusterConfig{ServiceName: c.Name, EdsConfig: common.edsConfig}
 	st.set("edsClusterConfig.serviceName", c.Name, istioDefault("EDS resource name is the cluster name"))
 	st.set("edsClusterConfig.edsConfig", "ADS, initialFetchTimeout 0s, V3", istioDefault("maybeApplyEdsConfig"))
 }
@@ -598,7 +600,7 @@ func (st *clusterState) applyMetadataExchange() {
 	if !st.b.flags.MetadataExchange {
 		return
 	}
-	st.c.Filters = append(st.c.Filters, shared.metadataExchange)
+	st.c.Filters = append(st.c.Filters, common.metadataExchange)
 	st.set(filterPath(len(st.c.Filters)-1), "istio.metadata_exchange",
 		flagOrigin("PILOT_ENABLE_METADATA_EXCHANGE", "peer metadata exchange over istio-peer-exchange"))
 }
@@ -620,9 +622,10 @@ func (st *clusterState) applyRuleMetadata() {
 		prim := r.Primary
 		b.rulePrimary = &prim
 		b.ruleConfig = "/apis/networking.istio.io/v1/namespaces/" + r.Primary.Namespace + "/destination-rule/" + r.Primary.Name
+		b.ruleConfigValue = structpb.NewStringValue(b.ruleConfig)
 	}
 	cfg, prim := b.ruleConfig, b.rulePrimary
-	st.istioMetadata().Fields["config"] = structpb.NewStringValue(cfg)
+	st.istioMetadata().Fields["config"] = b.ruleConfigValue
 	st.set(pIstioMeta+".config", cfg, provenance.Origin{Layer: provenance.LayerDestinationRule, Resource: prim,
 		Note: "the first DestinationRule of the merge names the cluster (util.go AddConfigInfoMetadata)", Position: b.positionNow(prim, "metadata.name")})
 	if st.subsetIndex >= 0 {

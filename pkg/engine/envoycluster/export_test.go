@@ -7,9 +7,9 @@ import (
 )
 
 // SharedMessagesChanged returns the shared sub-messages that no longer equal what
-// newSharedMessages builds: a build wrote to a message other clusters point at.
+// newCommonMessages builds: a build wrote to a message other clusters point at.
 func SharedMessagesChanged() []string {
-	now, fresh := shared, newSharedMessages()
+	now, fresh := common, newCommonMessages()
 	pairs := []struct {
 		name     string
 		got, new proto.Message

@@ -82,14 +82,18 @@ func (st *clusterState) serviceMTLSMode() (index.MTLSMode, provenance.Origin) {
 
 // autoMTLSOrigin is the origin of synthesized ISTIO_MUTUAL: the PeerAuthentication (or default)
 // behind the inferred mode.
-func autoMTLSOrigin(mode index.MTLSMode, why provenance.Origin) provenance.Origin {
+// The note is computed once for the clusters of a host that share mode and why's note.
+func (b *builder) autoMTLSOrigin(mode index.MTLSMode, why provenance.Origin) provenance.Origin {
 	o := why
 	o.Layer = provenance.LayerAutoMTLS
-	note := fmt.Sprintf("enableAutoMtls, no DestinationRule tls for this cluster, and the service's mTLS mode is %s", mode)
-	if why.Note != "" {
-		note += " (" + why.Note + ")"
+	if sh := b.in.shared; sh.autoNote == "" || sh.autoMode != mode || sh.autoWhy != why.Note {
+		note := fmt.Sprintf("enableAutoMtls, no DestinationRule tls for this cluster, and the service's mTLS mode is %s", mode)
+		if why.Note != "" {
+			note += " (" + why.Note + ")"
+		}
+		sh.autoMode, sh.autoWhy, sh.autoNote = mode, why.Note, note
 	}
-	o.Note = note
+	o.Note = b.in.shared.autoNote
 	return o
 }
 
@@ -132,7 +136,7 @@ func (st *clusterState) upstreamTLSSettings(tls *networking.ClientTLSSettings) (
 	}
 	return &tlsSettings{
 		tls:  &networking.ClientTLSSettings{Mode: networking.ClientTLSSettings_ISTIO_MUTUAL, SubjectAltNames: sas, Sni: st.defaultSNI},
-		auto: true, mode: autoMTLSOrigin(mode, why), sni: sniDefault, sans: sasOrigin,
+		auto: true, mode: b.autoMTLSOrigin(mode, why), sni: sniDefault, sans: sasOrigin,
 	}, mode
 }
 
@@ -160,8 +164,8 @@ func (st *clusterState) applyTLS(userTLS *networking.ClientTLSSettings, pp *netw
 	case ctx != nil && matches:
 		sock := &corev3.TransportSocket{Name: "envoy.transport_sockets.tls", ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: b.tlsAny(ctx)}}
 		c.TransportSocketMatches = []*clusterv3.Cluster_TransportSocketMatch{
-			{Name: "tlsMode-istio", Match: shared.tlsModeIstio, TransportSocket: sock},
-			shared.plaintextMatch,
+			{Name: "tlsMode-istio", Match: common.tlsModeIstio, TransportSocket: sock},
+			common.plaintextMatch,
 		}
 		st.set("transportSocketMatches[0].name", "tlsMode-istio", ts.mode)
 		st.set("transportSocketMatches[0].match", "tlsMode: istio",
@@ -255,6 +259,10 @@ type hostShared struct {
 	servicesOf    *index.Service
 	services      *structpb.Value
 	servicesValue string
+	// autoNote is the note of autoMTLSOrigin for autoMode and autoWhy, the inferred mode and
+	// the note of what decided it.
+	autoMode          index.MTLSMode
+	autoWhy, autoNote string
 }
 
 // istioMutualContext returns the ISTIO_MUTUAL context for sans and alpn, its Sni to be set by
@@ -675,7 +683,7 @@ func (st *clusterState) applyProxyProtocol(pp *networking.TrafficPolicy_ProxyPro
 		st.set(p+".typedConfig.config", "PROXY protocol "+ver.String(), o)
 	}
 	if c.TransportSocket == nil && len(c.TransportSocketMatches) == 0 {
-		raw := &corev3.TransportSocket{Name: "raw_buffer", ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: shared.rawBuffer}}
+		raw := &corev3.TransportSocket{Name: "raw_buffer", ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: common.rawBuffer}}
 		c.TransportSocket = wrap(raw, "envoy.transport_sockets.upstream_proxy_protocol")
 		trace("transportSocket")
 		st.set("transportSocket.typedConfig.transportSocket", "raw_buffer (plaintext)", istioDefault("no TLS: PROXY protocol wraps a raw socket"))
@@ -686,7 +694,7 @@ func (st *clusterState) applyProxyProtocol(pp *networking.TrafficPolicy_ProxyPro
 		trace("transportSocket")
 	}
 	for i, m := range c.TransportSocketMatches {
-		// A new match: the plaintext one is shared by every cluster (sharedMessages).
+		// A new match: the plaintext one is shared by every cluster (commonMessages).
 		c.TransportSocketMatches[i] = &clusterv3.Cluster_TransportSocketMatch{Name: m.Name, Match: m.Match,
 			TransportSocket: wrap(m.TransportSocket, "envoy.transport_sockets.upstream_proxy_protocol")}
 		trace(fmt.Sprintf("transportSocketMatches[%d].transportSocket", i))

@@ -13,10 +13,10 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
-// sharedMessages are the sub-messages that are the same in every cluster istiod sends. Built
+// commonMessages are the sub-messages that are the same in every cluster istiod sends. Built
 // clusters point at these instead of holding copies, so a built cluster must never be written:
 // a caller that wants to change one clones it first (proto.Clone).
-type sharedMessages struct {
+type commonMessages struct {
 	// edsConfig is maybeApplyEdsConfig's config source: ADS, initial fetch timeout 0, V3.
 	edsConfig *corev3.ConfigSource
 	// metadataExchange is xdsfilters.TCPClusterMx.
@@ -31,12 +31,12 @@ type sharedMessages struct {
 	u32Zero, u32Hundred, u32Max *wrapperspb.UInt32Value
 }
 
-var shared = newSharedMessages()
+var common = newCommonMessages()
 
-func newSharedMessages() *sharedMessages {
+func newCommonMessages() *commonMessages {
 	mx, _ := structpb.NewStruct(map[string]any{"protocol": "istio-peer-exchange", "enable_discovery": true})
 	raw := mustAny(&rawbufferv3.RawBuffer{})
-	return &sharedMessages{
+	return &commonMessages{
 		edsConfig: &corev3.ConfigSource{
 			ConfigSourceSpecifier: &corev3.ConfigSource_Ads{Ads: &corev3.AggregatedConfigSource{}},
 			InitialFetchTimeout:   durationpb.New(0),
@@ -64,11 +64,11 @@ func newSharedMessages() *sharedMessages {
 func u32(v uint32) *wrapperspb.UInt32Value {
 	switch v {
 	case 0:
-		return shared.u32Zero
+		return common.u32Zero
 	case 100:
-		return shared.u32Hundred
+		return common.u32Hundred
 	case 1<<32 - 1:
-		return shared.u32Max
+		return common.u32Max
 	}
 	return &wrapperspb.UInt32Value{Value: v}
 }
