@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	networking "istio.io/api/networking/v1alpha3"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 
@@ -178,7 +179,7 @@ func (ix *Index) buildDestinationRules() {
 }
 
 func newDREntry(d *drInfo) *drEntry {
-	spec := proto.Clone(&d.obj.Spec).(*networking.DestinationRule)
+	spec := shallowCopy(&d.obj.Spec)
 	spec.Host = d.host
 	e := &drEntry{exportTo: d.exportTo, spec: spec, primary: d, from: []*drInfo{d}}
 	for range spec.GetSubsets() {
@@ -188,6 +189,19 @@ func newDREntry(d *drInfo) *drEntry {
 		e.tpFrom = d
 	}
 	return e
+}
+
+// shallowCopy is a new DestinationRule with the fields of src, its lists and messages shared
+// with src: an entry's spec is never written once made (a merge clones it first), so the copy
+// is only there to carry the resolved host.
+func shallowCopy(src *networking.DestinationRule) *networking.DestinationRule {
+	dst := &networking.DestinationRule{}
+	m := dst.ProtoReflect()
+	src.ProtoReflect().Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		m.Set(fd, v)
+		return true
+	})
+	return dst
 }
 
 func setEqual(a, b map[string]bool) bool {

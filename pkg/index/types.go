@@ -120,8 +120,9 @@ type Proxy struct {
 // ConsolidatedRule is the merged DestinationRule istiod hands to cluster building for one host
 // (pilot/pkg/model/destination_rule.go ConsolidatedDestRule), with the contributor of each part.
 type ConsolidatedRule struct {
-	// Spec is the merged rule: the index's copy, never the input object, shared by every
-	// selection of the rule. Read it; never write it.
+	// Spec is the merged rule: the index's own message, never the input object (though its
+	// lists and messages may be the input's), shared by every selection of the rule. Read it;
+	// never write it.
 	Spec *networking.DestinationRule
 	// Primary is the first DestinationRule of the merge: its metadata is what istiod writes
 	// into the cluster's `istio.config` metadata.
