@@ -149,6 +149,7 @@ func (ix *Index) buildWorkloads() {
 			tlsMode = v
 		}
 		locality := ix.podLocality(pod)
+		ports := podContainerPorts(pod)
 		w := &workload{
 			kind:           workloadKindPod,
 			ref:            provenance.Ref{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name},
@@ -156,11 +157,11 @@ func (ix *Index) buildWorkloads() {
 			name:           pod.Name,
 			labels:         pod.Labels,
 			address:        ip,
-			portMap:        podPortMap(pod),
+			portMap:        podPortMap(ports),
 			identity:       spiffeID(td, pod.Namespace, sa),
 			tlsMode:        tlsMode,
 			locality:       locality,
-			containerPorts: podContainerPorts(pod),
+			containerPorts: ports,
 		}
 		w.epLabels = augmentLabels(pod.Labels, locality, pod.Spec.NodeName, ix.networkFor(pod.Labels, pod.Namespace))
 		ix.addWorkload(w)
@@ -340,13 +341,16 @@ func augmentLabels(in map[string]string, locality, node, network string) map[str
 	return out
 }
 
-// podPortMap is the kube controller's getPortMap: named TCP container ports, first one wins,
-// including native sidecar init containers.
-func podPortMap(pod *corev1.Pod) map[string]uint32 {
-	out := map[string]uint32{}
-	for _, p := range podContainerPorts(pod) {
+// podPortMap is the kube controller's getPortMap over a pod's container ports (podContainerPorts):
+// named TCP ports, first one wins; nil when there is none.
+func podPortMap(ports []corev1.ContainerPort) map[string]uint32 {
+	var out map[string]uint32
+	for _, p := range ports {
 		if p.Name == "" || (p.Protocol != "" && p.Protocol != corev1.ProtocolTCP) {
 			continue
+		}
+		if out == nil {
+			out = map[string]uint32{}
 		}
 		if _, ok := out[p.Name]; !ok {
 			out[p.Name] = uint32(p.ContainerPort)
@@ -355,14 +359,30 @@ func podPortMap(pod *corev1.Pod) map[string]uint32 {
 	return out
 }
 
+// podContainerPorts are the ports of a pod's containers and native sidecar init containers, in
+// that order. The pod's own list when only one container has ports: read it, never write it.
 func podContainerPorts(pod *corev1.Pod) []corev1.ContainerPort {
 	var out []corev1.ContainerPort
+	lists := 0
+	add := func(ports []corev1.ContainerPort) {
+		switch {
+		case len(ports) == 0:
+			return
+		case lists == 0:
+			out = ports
+		case lists == 1:
+			out = append(slices.Clip(out), ports...)
+		default:
+			out = append(out, ports...)
+		}
+		lists++
+	}
 	for _, c := range pod.Spec.Containers {
-		out = append(out, c.Ports...)
+		add(c.Ports)
 	}
 	for _, c := range pod.Spec.InitContainers {
 		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			out = append(out, c.Ports...)
+			add(c.Ports)
 		}
 	}
 	return out

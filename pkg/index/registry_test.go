@@ -295,3 +295,53 @@ func TestHostnameAndNamespaceDuplicates(t *testing.T) {
 		})
 	}
 }
+
+func TestPodContainerPorts(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	port := func(name string, n int32, proto corev1.Protocol) corev1.ContainerPort {
+		return corev1.ContainerPort{Name: name, ContainerPort: n, Protocol: proto}
+	}
+	// Spare capacity: an append to the pod's own list would write there.
+	app := append(make([]corev1.ContainerPort, 0, 4), port("http", 8080, ""), port("dns", 53, corev1.ProtocolUDP))
+	sidecar := []corev1.ContainerPort{port("http", 9999, ""), port("admin", 15000, corev1.ProtocolTCP)}
+	cases := []struct {
+		name      string
+		spec      corev1.PodSpec
+		wantPorts []corev1.ContainerPort
+		wantMap   map[string]uint32
+	}{
+		{name: "no ports", spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a"}}}},
+		{
+			name:      "one container",
+			spec:      corev1.PodSpec{Containers: []corev1.Container{{Name: "a"}, {Name: "b", Ports: app}}},
+			wantPorts: app, wantMap: map[string]uint32{"http": 8080},
+		},
+		{
+			name: "containers, then native sidecars; the first name wins; plain init containers do not count",
+			spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: "a", Ports: app}},
+				InitContainers: []corev1.Container{
+					{Name: "init", Ports: []corev1.ContainerPort{port("init", 1, "")}},
+					{Name: "sidecar", RestartPolicy: &always, Ports: sidecar},
+				},
+			},
+			wantPorts: append(append([]corev1.ContainerPort{}, app...), sidecar...),
+			wantMap:   map[string]uint32{"http": 8080, "admin": 15000},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			appBefore, sidecarBefore := append([]corev1.ContainerPort{}, app[:cap(app)]...), append([]corev1.ContainerPort{}, sidecar...)
+			got := podContainerPorts(&corev1.Pod{Spec: tc.spec})
+			if diff := cmp.Diff(tc.wantPorts, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("ports (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantMap, podPortMap(got), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("port map (-want +got):\n%s", diff)
+			}
+			if !cmp.Equal(appBefore, app[:cap(app)]) || !cmp.Equal(sidecarBefore, sidecar) {
+				t.Errorf("the pod's port lists changed: %v %v", app, sidecar)
+			}
+		})
+	}
+}
