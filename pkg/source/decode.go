@@ -81,6 +81,20 @@ func decodeSpec(js []byte, spec proto.Message) error {
 	return u.Unmarshal(bytes.NewReader(js), protoadapt.MessageV1Of(spec))
 }
 
+// decodeSpecAsClientset is decodeSpec with unknown fields ignored, as the spec's own
+// UnmarshalJSON (istio.io/api's, the Istio clientset's decoder) ignores them: protojson decodes
+// the spec when it has none (its DiscardUnknown would also drop unknown enum values, which
+// jsonpb rejects), and that method decodes what protojson does not.
+func decodeSpecAsClientset(js []byte, spec istioSpec) error {
+	if plainNumbers(js) {
+		if protojson.Unmarshal(js, spec) == nil {
+			return nil
+		}
+		proto.Reset(spec)
+	}
+	return spec.UnmarshalJSON(js)
+}
+
 // plainNumbers reports whether every number in the JSON text js is written as an integer: no
 // fraction and no exponent. Strings (and what looks like a number inside them) are skipped.
 func plainNumbers(js []byte) bool {

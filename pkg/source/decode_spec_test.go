@@ -67,40 +67,58 @@ func testdataSpecs(t *testing.T) []specCase {
 	return out
 }
 
-// decodeBoth decodes js as a spec of ki with decodeSpec and with jsonpb alone.
-func decodeBoth(ki *kindInfo, js []byte) (got, want proto.Message, gotErr, wantErr error) {
-	got, want = ki.fresh().spec, ki.fresh().spec
-	gotErr = decodeSpec(js, got)
-	wantErr = (&jsonpb.Unmarshaler{}).Unmarshal(bytes.NewReader(js), protoadapt.MessageV1Of(want))
-	return got, want, gotErr, wantErr
+// specDecoder is one way of decoding a spec (decodeSpec, decodeSpecAsClientset) and the jsonpb
+// decode it must agree with.
+type specDecoder struct {
+	name   string
+	decode func(js []byte, spec istioSpec) error
+	jsonpb func(js []byte, spec istioSpec) error
+}
+
+var specDecoders = []specDecoder{
+	{
+		name:   "decodeSpec",
+		decode: func(js []byte, spec istioSpec) error { return decodeSpec(js, spec) },
+		jsonpb: func(js []byte, spec istioSpec) error {
+			return (&jsonpb.Unmarshaler{}).Unmarshal(bytes.NewReader(js), protoadapt.MessageV1Of(spec))
+		},
+	},
+	{
+		name:   "decodeSpecAsClientset",
+		decode: decodeSpecAsClientset,
+		jsonpb: func(js []byte, spec istioSpec) error { return spec.UnmarshalJSON(js) },
+	},
 }
 
 func requireSameDecode(t *testing.T, name string, ki *kindInfo, js []byte) {
 	t.Helper()
-	got, want, gotErr, wantErr := decodeBoth(ki, js)
-	switch {
-	case (gotErr == nil) != (wantErr == nil):
-		t.Errorf("%s (%s): decodeSpec error %v, jsonpb error %v\n%s", name, ki.kind, gotErr, wantErr, js)
-	case gotErr != nil && !jsonpbMayFail(ki, js, gotErr.Error()):
-		t.Errorf("%s (%s): decodeSpec error %q, jsonpb error %q\n%s", name, ki.kind, gotErr, wantErr, js)
-	case gotErr == nil && !proto.Equal(got, want):
-		t.Errorf("%s (%s): decodeSpec gives %v, jsonpb %v\n%s", name, ki.kind, got, want, js)
+	for _, d := range specDecoders {
+		got, want := ki.fresh().spec, ki.fresh().spec
+		gotErr, wantErr := d.decode(js, got), d.jsonpb(js, want)
+		switch {
+		case (gotErr == nil) != (wantErr == nil):
+			t.Errorf("%s (%s): %s error %v, jsonpb error %v\n%s", name, ki.kind, d.name, gotErr, wantErr, js)
+		case gotErr != nil && !jsonpbMayFail(d, ki, js, gotErr.Error()):
+			t.Errorf("%s (%s): %s error %q, jsonpb error %q\n%s", name, ki.kind, d.name, gotErr, wantErr, js)
+		case gotErr == nil && !proto.Equal(got, want):
+			t.Errorf("%s (%s): %s gives %v, jsonpb %v\n%s", name, ki.kind, d.name, got, want, js)
+		}
 	}
 }
 
-// jsonpbMayFail reports whether jsonpb fails on js with the error msg in one of a few runs: with
-// several unknown fields, the one it names depends on map order.
-func jsonpbMayFail(ki *kindInfo, js []byte, msg string) bool {
+// jsonpbMayFail reports whether d's jsonpb decode fails on js with the error msg in one of a few
+// runs: with several unknown fields, the one it names depends on map order.
+func jsonpbMayFail(d specDecoder, ki *kindInfo, js []byte, msg string) bool {
 	for range 50 {
-		err := (&jsonpb.Unmarshaler{}).Unmarshal(bytes.NewReader(js), protoadapt.MessageV1Of(ki.fresh().spec))
-		if err != nil && err.Error() == msg {
+		if err := d.jsonpb(js, ki.fresh().spec); err != nil && err.Error() == msg {
 			return true
 		}
 	}
 	return false
 }
 
-// decodeSpec decodes what jsonpb decodes, to the same message, and rejects what jsonpb rejects,
+// decodeSpec and decodeSpecAsClientset decode what jsonpb decodes (strictly, and with unknown
+// fields allowed as the Istio clientset does), to the same message, and reject what it rejects,
 // with the same error: on every Istio spec of the test files, on edge cases where the two
 // decoders are known to differ, and on random mutations of the specs (numbers in fraction and
 // exponent form, as strings, nulls, unknown and duplicate fields, lists with nulls, Go duration

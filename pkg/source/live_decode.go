@@ -73,7 +73,7 @@ func decodeEnvelope(ki *kindInfo, env *liveEnvelope[json.RawMessage]) (object, e
 	p := ki.fresh()
 	*p.tm, *p.om = env.TypeMeta, env.Metadata.ObjectMeta
 	if len(env.Spec) > 0 && !isNull(env.Spec) {
-		if err := p.spec.UnmarshalJSON(env.Spec); err != nil {
+		if err := decodeSpecAsClientset(env.Spec, p.spec); err != nil {
 			return nil, fmt.Errorf("decoding %s %s/%s: %w", ki.kind, p.o.GetNamespace(), p.o.GetName(), err)
 		}
 	}
