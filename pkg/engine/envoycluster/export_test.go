@@ -2,31 +2,25 @@ package envoycluster
 
 import (
 	"fmt"
+	"reflect"
 
 	"google.golang.org/protobuf/proto"
 )
 
-// SharedMessagesChanged returns the shared sub-messages that no longer equal what
-// newCommonMessages builds: a build wrote to a message other clusters point at.
+// SharedMessagesChanged returns the shared sub-messages (every field of commonMessages) that no
+// longer equal what newCommonMessages builds: a build wrote to a message other clusters point at.
 func SharedMessagesChanged() []string {
-	now, fresh := common, newCommonMessages()
-	pairs := []struct {
-		name     string
-		got, new proto.Message
-	}{
-		{"edsConfig", now.edsConfig, fresh.edsConfig},
-		{"metadataExchange", now.metadataExchange, fresh.metadataExchange},
-		{"tlsModeIstio", now.tlsModeIstio, fresh.tlsModeIstio},
-		{"plaintextMatch", now.plaintextMatch, fresh.plaintextMatch},
-		{"rawBuffer", now.rawBuffer, fresh.rawBuffer},
-		{"u32Zero", now.u32Zero, fresh.u32Zero},
-		{"u32Hundred", now.u32Hundred, fresh.u32Hundred},
-		{"u32Max", now.u32Max, fresh.u32Max},
-	}
+	now, fresh := reflect.ValueOf(common).Elem(), reflect.ValueOf(newCommonMessages()).Elem()
 	var out []string
-	for _, p := range pairs {
-		if !proto.Equal(p.got, p.new) {
-			out = append(out, fmt.Sprintf("%s = %v, want %v", p.name, p.got, p.new))
+	for i := range now.NumField() {
+		got, ok := reflect.NewAt(now.Field(i).Type(), now.Field(i).Addr().UnsafePointer()).Elem().Interface().(proto.Message)
+		if !ok {
+			out = append(out, fmt.Sprintf("commonMessages.%s is not a message", now.Type().Field(i).Name))
+			continue
+		}
+		want := reflect.NewAt(fresh.Field(i).Type(), fresh.Field(i).Addr().UnsafePointer()).Elem().Interface().(proto.Message)
+		if !proto.Equal(got, want) {
+			out = append(out, fmt.Sprintf("%s = %v, want %v", now.Type().Field(i).Name, got, want))
 		}
 	}
 	return out
