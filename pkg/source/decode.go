@@ -71,11 +71,8 @@ func decodeIstio(js []byte, o object, tm *metav1.TypeMeta, om *metav1.ObjectMeta
 // real error) is decoded again by jsonpb, whose result and error stand.
 // TestDecodeSpecAsJsonpb holds the two paths to the same results.
 func decodeSpec(js []byte, spec proto.Message) error {
-	if plainNumbers(js) {
-		if protojson.Unmarshal(js, spec) == nil {
-			return nil
-		}
-		proto.Reset(spec)
+	if decodedByProtojson(js, spec) {
+		return nil
 	}
 	u := jsonpb.Unmarshaler{}
 	return u.Unmarshal(bytes.NewReader(js), protoadapt.MessageV1Of(spec))
@@ -86,13 +83,23 @@ func decodeSpec(js []byte, spec proto.Message) error {
 // the spec when it has none (its DiscardUnknown would also drop unknown enum values, which
 // jsonpb rejects), and that method decodes what protojson does not.
 func decodeSpecAsClientset(js []byte, spec istioSpec) error {
-	if plainNumbers(js) {
-		if protojson.Unmarshal(js, spec) == nil {
-			return nil
-		}
-		proto.Reset(spec)
+	if decodedByProtojson(js, spec) {
+		return nil
 	}
 	return spec.UnmarshalJSON(js)
+}
+
+// decodedByProtojson decodes js into spec with protojson when every number in it is a plain
+// integer, and reports whether that decoded it; when not, spec is left empty.
+func decodedByProtojson(js []byte, spec proto.Message) bool {
+	if !plainNumbers(js) {
+		return false
+	}
+	if protojson.Unmarshal(js, spec) == nil {
+		return true
+	}
+	proto.Reset(spec)
+	return false
 }
 
 // plainNumbers reports whether every number in the JSON text js is written as an integer: no
