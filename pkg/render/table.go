@@ -2,8 +2,11 @@ package render
 
 import (
 	"io"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/lipgloss/table"
@@ -25,50 +28,81 @@ func (p *tablePrinter) Print(w io.Writer, r *explain.Result) error {
 
 func (p *tablePrinter) PrintList(w io.Writer, rs []*explain.Result) error {
 	th := NewTheme(w, p.opts.ColorOn())
-	var blocks []string
+	var jobs []func() string
 	for _, r := range rs {
 		if r == nil {
 			continue
 		}
-		blocks = append(blocks, p.result(th, r)...)
+		jobs = append(jobs, p.result(th, r)...)
 	}
-	if len(blocks) == 0 {
+	if len(jobs) == 0 {
 		return nil
 	}
-	_, err := io.WriteString(w, strings.Join(blocks, "\n\n")+"\n")
+	_, err := io.WriteString(w, strings.Join(renderBlocks(jobs), "\n\n")+"\n")
 	return err
 }
 
-// result returns the blocks of one Result; blocks are separated by one blank line.
-func (p *tablePrinter) result(th Theme, r *explain.Result) []string {
-	blocks := []string{th.Title.Render(subjectLine(r.Subject))}
+// renderBlocks runs the block renderings, on every core: the tables of a result (one per
+// object, section and diagnostics list) are independent, and lipgloss's table is most of a
+// human-format run's CPU. The blocks come back in the order of jobs.
+func renderBlocks(jobs []func() string) []string {
+	blocks := make([]string, len(jobs))
+	workers := min(runtime.GOMAXPROCS(0), len(jobs))
+	if workers <= 1 {
+		for i, job := range jobs {
+			blocks[i] = job()
+		}
+		return blocks
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(jobs); i = int(next.Add(1) - 1) {
+				blocks[i] = jobs[i]()
+			}
+		})
+	}
+	wg.Wait()
+	return blocks
+}
+
+// result returns the renderings of the blocks of one Result; blocks are separated by one blank
+// line. The renderings only read r, so they may run concurrently.
+func (p *tablePrinter) result(th Theme, r *explain.Result) []func() string {
+	block := func(s string) func() string { return func() string { return s } }
+	jobs := []func() string{block(th.Title.Render(subjectLine(r.Subject)))}
 	for _, s := range r.Sections {
 		if s.Wide && !p.wide {
 			continue
 		}
-		blocks = append(blocks, p.section(th, s))
+		jobs = append(jobs, func() string { return p.section(th, s) })
 	}
 	if len(r.Objects) == 0 {
-		blocks = append(blocks, noObjectsLine(r.Subject))
+		jobs = append(jobs, block(noObjectsLine(r.Subject)))
 	}
 	for _, o := range r.Objects {
-		block := p.objectHeader(th, r, o)
-		if len(o.Origins) > 0 {
-			block += "\n" + p.fields(th, o)
-		}
-		blocks = append(blocks, block)
+		jobs = append(jobs, func() string {
+			b := p.objectHeader(th, r, o)
+			if len(o.Origins) > 0 {
+				b += "\n" + p.fields(th, o)
+			}
+			return b
+		})
 	}
 	if len(r.Diagnostics) > 0 {
-		blocks = append(blocks, th.Heading.Render("DIAGNOSTICS")+"\n"+p.diagnostics(th, r.Diagnostics))
+		jobs = append(jobs, func() string {
+			return th.Heading.Render("DIAGNOSTICS") + "\n" + p.diagnostics(th, r.Diagnostics)
+		})
 	}
 	if len(r.Warnings) > 0 {
 		lines := []string{th.Heading.Render("WARNINGS")}
 		for _, msg := range r.Warnings {
 			lines = append(lines, th.Warning.Render(wrapCell("warning: "+msg, p.opts.width())))
 		}
-		blocks = append(blocks, strings.Join(lines, "\n"))
+		jobs = append(jobs, block(strings.Join(lines, "\n")))
 	}
-	return blocks
+	return jobs
 }
 
 // subjectLine is the first line of a result: what was explained.
