@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -64,10 +65,12 @@ var bareKinds = []bareKind{
 	{"AuthorizationPolicy", "/apis/security.istio.io/v1", "authorizationpolicies", false, acceptJSON},
 }
 
-// read is one kind to read: nil Namespaces means all namespaces (source.Read).
+// read is one kind to read: nil Namespaces means all namespaces, and names are objects got by
+// name in them instead of a list (source.Read).
 type read struct {
 	kind       string
 	namespaces []string
+	names      []string
 }
 
 // pluginArgs is the part of a plugin command line that decides its reads.
@@ -146,28 +149,33 @@ func planFor(a pluginArgs) ([]read, error) {
 		lookup := sortedNamespaces(client, root, svcNs)
 		workloads := sortedNamespaces(podNs, svcNs)
 		return []read{
-			{"DestinationRule", lookup},
-			{"Sidecar", lookup},
-			{"PeerAuthentication", lookup},
-			{"EnvoyFilter", sortedNamespaces(client, root)},
-			{"Namespace", sortedNamespaces(client, root, svcNs)},
-			{"Service", workloads},
-			{"Pod", workloads},
-			{"ServiceEntry", nil},
-			{"WorkloadEntry", nil},
-			{"VirtualService", nil},
+			{kind: "DestinationRule", namespaces: lookup},
+			{kind: "Sidecar", namespaces: lookup},
+			{kind: "PeerAuthentication", namespaces: lookup},
+			{kind: "EnvoyFilter", namespaces: sortedNamespaces(client, root)},
+			{kind: "Namespace", namespaces: sortedNamespaces(client, root, svcNs)},
+			{kind: "Service", namespaces: workloads},
+			{kind: "Pod", namespaces: workloads},
+			{kind: "ServiceEntry", namespaces: nil},
+			{kind: "WorkloadEntry", namespaces: nil},
+			{kind: "VirtualService", namespaces: nil},
 		}, nil
 	case "authz":
 		ns := a.namespace
+		pods := read{kind: "Pod", namespaces: sortedNamespaces(ns)}
+		if kind, name, ok := strings.Cut(a.target, "/"); ok && a.selector == "" && (kind == "pod" || kind == "pods" || kind == "po") {
+			// pod/NAME is got by name (AuthzOptions.reads).
+			pods.names = []string{name}
+		}
 		reads := []read{
-			{"Namespace", sortedNamespaces(ns, root)},
-			{"Pod", sortedNamespaces(ns)},
-			{"PeerAuthentication", sortedNamespaces(ns, root)},
-			{"AuthorizationPolicy", sortedNamespaces(ns, root)},
-			{"Service", sortedNamespaces(ns)},
+			{kind: "Namespace", namespaces: sortedNamespaces(ns, root)},
+			pods,
+			{kind: "PeerAuthentication", namespaces: sortedNamespaces(ns, root)},
+			{kind: "AuthorizationPolicy", namespaces: sortedNamespaces(ns, root)},
+			{kind: "Service", namespaces: sortedNamespaces(ns)},
 		}
 		if strings.HasPrefix(a.target, "deployment/") || strings.HasPrefix(a.target, "deploy/") {
-			reads = append(reads, read{"Deployment", sortedNamespaces(ns)})
+			reads = append(reads, read{kind: "Deployment", namespaces: sortedNamespaces(ns)})
 		}
 		return reads, nil
 	}
@@ -215,20 +223,31 @@ type bareTask struct {
 }
 
 // tasksFor turns reads into requests the way pkg/source planReads does: one task per kind and
-// namespace in kind-table order, a get per named Namespace, then the get of the mesh ConfigMap.
+// namespace in kind-table order, a get per named Namespace, a get per name in a namespace no
+// read of the kind lists, then the get of the mesh ConfigMap.
 func tasksFor(reads []read, istioNamespace string) []*bareTask {
 	nss := map[string][]string{}
+	names := map[string]map[string][]string{}
 	all := map[string]bool{}
 	for _, r := range reads {
-		if r.namespaces == nil {
+		switch {
+		case r.namespaces == nil:
 			all[r.kind] = true
+		case r.names != nil:
+			for _, ns := range r.namespaces {
+				if names[r.kind] == nil {
+					names[r.kind] = map[string][]string{}
+				}
+				names[r.kind][ns] = append(names[r.kind][ns], r.names...)
+			}
+		default:
+			nss[r.kind] = append(nss[r.kind], r.namespaces...)
 		}
-		nss[r.kind] = append(nss[r.kind], r.namespaces...)
 	}
 	var tasks []*bareTask
 	for _, k := range bareKinds {
-		list, ok := nss[k.kind]
-		if !ok {
+		list, listed := nss[k.kind]
+		if _, named := names[k.kind]; !listed && !named && !all[k.kind] {
 			continue
 		}
 		if all[k.kind] {
@@ -236,7 +255,8 @@ func tasksFor(reads []read, istioNamespace string) []*bareTask {
 			continue
 		}
 		slices.Sort(list)
-		for _, ns := range slices.Compact(list) {
+		list = slices.Compact(list)
+		for _, ns := range list {
 			if ns == "" {
 				continue
 			}
@@ -245,6 +265,14 @@ func tasksFor(reads []read, istioNamespace string) []*bareTask {
 				continue
 			}
 			tasks = append(tasks, &bareTask{kind: k, path: k.prefix + "/namespaces/" + ns + "/" + k.resource})
+		}
+		for _, ns := range slices.Sorted(maps.Keys(names[k.kind])) {
+			if ns == "" || slices.Contains(list, ns) {
+				continue
+			}
+			for _, name := range sortedNamespaces(names[k.kind][ns]...) {
+				tasks = append(tasks, &bareTask{kind: k, path: k.prefix + "/namespaces/" + ns + "/" + k.resource + "/" + name, get: true})
+			}
 		}
 	}
 	cm := bareKind{kind: "ConfigMap", prefix: "/api/v1", resource: "configmaps", accept: acceptProtobuf}

@@ -101,3 +101,32 @@ func TestPlanMirrorsThePlugin(t *testing.T) {
 		t.Errorf("cluster reads:\n%s\nwant:\n%s", strings.Join(paths, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+func TestAuthzPlanGetsThePod(t *testing.T) {
+	for _, tc := range []struct {
+		args string
+		pods string
+	}{
+		{"authz pod/svc-00002-x -n ns-002", "/api/v1/namespaces/ns-002/pods/svc-00002-x"},
+		{"authz -l app=svc-00002 -n ns-002", "/api/v1/namespaces/ns-002/pods"},
+		{"authz deployment/svc-00002 -n ns-002", "/api/v1/namespaces/ns-002/pods"},
+	} {
+		a, err := parsePluginArgs(strings.Fields(tc.args))
+		if err != nil {
+			t.Fatal(err)
+		}
+		reads, err := planFor(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pods []string
+		for _, task := range tasksFor(reads, a.istioNamespace) {
+			if task.kind.kind == "Pod" {
+				pods = append(pods, task.path)
+			}
+		}
+		if len(pods) != 1 || pods[0] != tc.pods {
+			t.Errorf("%s: pod reads %v, want [%s]", tc.args, pods, tc.pods)
+		}
+	}
+}

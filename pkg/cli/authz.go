@@ -44,6 +44,8 @@ type AuthzOptions struct {
 	rootSet bool
 	spec    source.Spec
 	printer render.Printer
+	// listPods: list the pods of -n even for pod/NAME (after the pod was not found by name).
+	listPods bool
 }
 
 // NewCmdAuthz returns the `authz` command. runF replaces Run in tests (nil: Run).
@@ -166,14 +168,18 @@ func (o *AuthzOptions) Validate(cmd *cobra.Command) error {
 }
 
 // reads is what `authz` reads from a cluster: the workload's and the root namespace's
-// Namespace objects (ambient enrolment, by get), the pods (and deployments) of -n, the
-// PeerAuthentications and AuthorizationPolicies of -n and the root namespace, and the
-// Services of -n (waypoint and service-targeted policies).
+// Namespace objects (ambient enrolment, by get), the pod of pod/NAME (by get) or the pods (and
+// deployments) of -n, the PeerAuthentications and AuthorizationPolicies of -n and the root
+// namespace, and the Services of -n (waypoint and service-targeted policies).
 func (o *AuthzOptions) reads(root string) []source.Read {
 	ns := o.query.Namespace
+	pods := source.Read{Kind: source.KindPod, Namespaces: namespaces(ns)}
+	if o.podByName() {
+		pods.Names = []string{o.query.Workload.Name}
+	}
 	reads := []source.Read{
 		{Kind: source.KindNamespace, Namespaces: namespaces(ns, root)},
-		{Kind: source.KindPod, Namespaces: namespaces(ns)},
+		pods,
 		{Kind: source.KindPeerAuthentication, Namespaces: namespaces(ns, root)},
 		{Kind: source.KindAuthorizationPolicy, Namespaces: namespaces(ns, root)},
 		{Kind: source.KindService, Namespaces: namespaces(ns)},
@@ -199,6 +205,12 @@ func (o *AuthzOptions) load(ctx context.Context) (*model.Snapshot, error) {
 	}
 }
 
+// podByName reports whether the query is pod/NAME, read by name rather than by listing the
+// pods of its namespace.
+func (o *AuthzOptions) podByName() bool {
+	return o.query.Selector == "" && o.query.Workload.Kind == "pod" && !o.listPods
+}
+
 // Run loads the snapshot, explains the workload(s) and prints the results.
 func (o *AuthzOptions) Run(ctx context.Context) error {
 	snap, err := o.load(ctx)
@@ -210,6 +222,19 @@ func (o *AuthzOptions) Run(ctx context.Context) error {
 		return err
 	}
 	results, err := o.Explain(snap, o.query)
+	if notFound := (*explain.NotFoundError)(nil); errors.As(err, &notFound) && o.podByName() {
+		// The pod read by name is not there: read again, listing its namespace, so that the
+		// error lists the pods that are.
+		o.listPods = true
+		if snap, err = o.load(ctx); err != nil {
+			return err
+		}
+		if err := o.unanswerable(snap); err != nil {
+			reportIssues(o.ErrOut, withoutRequired(snap))
+			return err
+		}
+		results, err = o.Explain(snap, o.query)
+	}
 	printed := reportIssues(o.ErrOut, snap)
 	if err != nil {
 		return err

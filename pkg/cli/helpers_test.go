@@ -31,6 +31,8 @@ type fakes struct {
 
 	authzResults []*explain.Result
 	authzErr     error
+	// authzErrs, when set, are returned by successive authz explains instead of authzErr.
+	authzErrs    []error
 	authzQueries []ztunnelauthz.Query
 }
 
@@ -68,6 +70,12 @@ func (f *fakes) explainCluster(_ *model.Snapshot, q envoycluster.Query) (*explai
 
 func (f *fakes) explainAuthz(_ *model.Snapshot, q ztunnelauthz.Query) ([]*explain.Result, error) {
 	f.authzQueries = append(f.authzQueries, q)
+	if i := len(f.authzQueries) - 1; f.authzErrs != nil {
+		if i < len(f.authzErrs) && f.authzErrs[i] != nil {
+			return nil, f.authzErrs[i]
+		}
+		return f.authzResults, nil
+	}
 	return f.authzResults, f.authzErr
 }
 

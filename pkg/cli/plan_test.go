@@ -18,15 +18,19 @@ import (
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/source"
 )
 
-// readsByKind turns a plan into kind → namespaces ("*" for all namespaces).
+// readsByKind turns a plan into kind → namespaces ("*" for all namespaces), and the names got
+// in them after a colon.
 func readsByKind(reads []source.Read) map[string]string {
 	out := map[string]string{}
 	for _, r := range reads {
-		if r.Namespaces == nil {
+		switch {
+		case r.Namespaces == nil:
 			out[r.Kind] = "*"
-			continue
+		case r.Names != nil:
+			out[r.Kind] = strings.Join(r.Namespaces, ",") + ":" + strings.Join(r.Names, ",")
+		default:
+			out[r.Kind] = strings.Join(r.Namespaces, ",")
 		}
-		out[r.Kind] = strings.Join(r.Namespaces, ",")
 	}
 	return out
 }
@@ -258,9 +262,9 @@ func TestAuthzReadPlan(t *testing.T) {
 		wantQuery ztunnelauthz.Query
 	}{
 		{
-			name: "pod: its namespace and the root namespace",
+			name: "pod: its namespace and the root namespace, the pod by name",
 			args: []string{"authz", "pod/a", "-n", "foo"},
-			want: []map[string]string{{"Namespace": "foo,istio-system", "Pod": "foo", "PeerAuthentication": "foo,istio-system",
+			want: []map[string]string{{"Namespace": "foo,istio-system", "Pod": "foo:a", "PeerAuthentication": "foo,istio-system",
 				"AuthorizationPolicy": "foo,istio-system", "Service": "foo"}},
 			wantQuery: ztunnelauthz.Query{Namespace: "foo", Workload: ztunnelauthz.WorkloadRef{Kind: "pod", Name: "a"}},
 		},
@@ -301,6 +305,35 @@ func TestAuthzReadPlan(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+func TestAuthzPodNotFoundListsItsNamespace(t *testing.T) {
+	for _, mode := range []inputMode{live, filesOnly} {
+		t.Run(mode.name, func(t *testing.T) {
+			f := &fakes{authzErrs: []error{
+				&explain.NotFoundError{What: "pod foo/ab"},
+				&explain.NotFoundError{What: "pod foo/ab", Hint: "pods in foo: a, b"},
+			}}
+			r := runWith(t, f, append([]string{"authz", "pod/ab", "-n", "foo"}, mode.args...)...)
+			if r.code != ExitError {
+				t.Fatalf("exit code %d, want %d:\n%s", r.code, ExitError, r)
+			}
+			checkSpecs(t, f.specs, mode)
+			if len(f.specs) != 2 || readsByKind(f.specs[0].Reads)["Pod"] != "foo:ab" || readsByKind(f.specs[1].Reads)["Pod"] != "foo" {
+				t.Fatalf("want the pod by name, then the pods of its namespace; got %d loads: %+v", len(f.specs), f.specs)
+			}
+			if want := "error: pod foo/ab not found (pods in foo: a, b)\n"; r.stderr != want {
+				t.Errorf("stderr = %q, want %q", r.stderr, want)
+			}
+		})
+	}
+
+	// A selector lists the namespace from the start, and is not read again.
+	f := &fakes{authzErrs: []error{&explain.NotFoundError{What: `pods matching "app=x" in namespace foo`}}}
+	r := runWith(t, f, "authz", "-l", "app=x", "-n", "foo", "-f", "x.yaml")
+	if r.code != ExitError || len(f.specs) != 1 || readsByKind(f.specs[0].Reads)["Pod"] != "foo" {
+		t.Errorf("selector not found: %d loads %+v, %s", len(f.specs), f.specs, r)
 	}
 }
 

@@ -47,6 +47,14 @@ apiVersion: v1
 kind: Pod
 metadata: {name: p, namespace: b}
 ---
+apiVersion: v1
+kind: Pod
+metadata: {name: q, namespace: b}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: r, namespace: c}
+---
 apiVersion: apps/v1
 kind: Deployment
 metadata: {name: d, namespace: b}
@@ -145,7 +153,23 @@ func TestFilterFilesKeepsWhatAClusterReadWould(t *testing.T) {
 				{Kind: KindPeerAuthentication, Namespaces: []string{"a"}},
 				{Kind: KindDeployment, Namespaces: []string{"b"}},
 			},
-			want: []string{"Deployment b/d", "DestinationRule a/web", "DestinationRule b/web", "Namespace a", "Namespace b", "Namespace c", "Pod b/p"},
+			want: []string{"Deployment b/d", "DestinationRule a/web", "DestinationRule b/web", "Namespace a", "Namespace b", "Namespace c", "Pod b/p", "Pod b/q"},
+		},
+		{
+			name: "pods by name, unless another read lists their namespace",
+			reads: []Read{
+				{Kind: KindPod, Namespaces: []string{"b", "c"}, Names: []string{"p", "r", "missing"}},
+				{Kind: KindPod, Namespaces: []string{"c"}},
+			},
+			want: []string{"Pod b/p", "Pod c/r"},
+		},
+		{
+			name: "pods by name and in every namespace",
+			reads: []Read{
+				{Kind: KindPod, Namespaces: []string{"b"}, Names: []string{"p"}},
+				{Kind: KindPod},
+			},
+			want: []string{"Pod b/p", "Pod b/q", "Pod c/r"},
 		},
 		{
 			name:  "an empty namespace list reads nothing",

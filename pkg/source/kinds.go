@@ -76,6 +76,8 @@ type kindInfo struct {
 	list func(ctx context.Context, c *clients, ns string, opts metav1.ListOptions) ([]object, string, error)
 	// get reads one object of a cluster-scoped kind by name.
 	get func(ctx context.Context, c *clients, name string) (object, error)
+	// getIn reads one object of a namespaced kind by name; nil for a kind only listed.
+	getIn func(ctx context.Context, c *clients, ns, name string) (object, error)
 }
 
 // istioParts is a new Istio object and the parts of it that decoders fill.
@@ -162,6 +164,9 @@ var kindTable = []*kindInfo{
 				return nil, "", err
 			}
 			return items(l.Items), l.Continue, nil
+		},
+		getIn: func(ctx context.Context, c *clients, ns, name string) (object, error) {
+			return c.kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		},
 	},
 	{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -97,8 +98,11 @@ func (w *warningCollector) HandleWarningHeader(code int, _ string, text string) 
 // the get of the mesh ConfigMap.
 type readTask struct {
 	kind *kindInfo
-	// ns is the namespace listed ("" for all), or the object name for a get.
-	ns   string
+	// ns is the namespace listed ("" for all), or the object name for a get of a
+	// cluster-scoped kind.
+	ns string
+	// name is the object a get of a namespaced kind reads, in ns.
+	name string
 	get  bool
 	mesh bool
 
@@ -192,36 +196,44 @@ func (l *loader) readLive(ctx context.Context, c *clients) error {
 }
 
 // planReads turns Reads into requests, one per kind and namespace (or name, for a
-// cluster-scoped kind read by name), in Kinds() order. A kind that cannot be listed (Node) is
-// read only by name: a Read of it without names reads nothing.
+// cluster-scoped kind read by name, and for the names a Read gets in a namespace no Read of
+// the kind lists), in Kinds() order. A kind that cannot be listed (Node) is read only by name:
+// a Read of it without names reads nothing.
 func planReads(reads []Read) ([]*readTask, error) {
-	nss := map[string][]string{}
-	all := map[string]bool{}
 	for _, r := range reads {
-		if kindByName(r.Kind) == nil {
+		ki := kindByName(r.Kind)
+		if ki == nil {
 			return nil, fmt.Errorf("cannot read kind %q (known kinds: %s)", r.Kind, strings.Join(Kinds(), ", "))
 		}
-		if r.Namespaces == nil {
-			all[r.Kind] = true
+		if r.Names != nil && ki.getIn == nil {
+			return nil, fmt.Errorf("cannot read %s by name in a namespace", r.Kind)
 		}
-		nss[r.Kind] = append(nss[r.Kind], r.Namespaces...)
 	}
+	scopes := readScopes(reads)
 	var tasks []*readTask
 	for _, ki := range kindTable {
-		list, ok := nss[ki.kind]
+		sc, ok := scopes[ki.kind]
 		if !ok {
 			continue
 		}
-		if all[ki.kind] && ki.list != nil {
+		if sc.all && ki.list != nil {
 			tasks = append(tasks, &readTask{kind: ki})
 			continue
 		}
-		slices.Sort(list)
-		for _, ns := range slices.Compact(list) {
-			if ns == "" {
+		nss := slices.Sorted(maps.Keys(sc.namespaces))
+		for _, ns := range nss {
+			tasks = append(tasks, &readTask{kind: ki, ns: ns, get: ki.cluster})
+		}
+		if sc.all {
+			continue
+		}
+		for _, ns := range slices.Sorted(maps.Keys(sc.names)) {
+			if sc.namespaces[ns] {
 				continue
 			}
-			tasks = append(tasks, &readTask{kind: ki, ns: ns, get: ki.cluster})
+			for _, name := range slices.Sorted(maps.Keys(sc.names[ns])) {
+				tasks = append(tasks, &readTask{kind: ki, ns: ns, name: name, get: true})
+			}
 		}
 	}
 	return tasks, nil
@@ -239,7 +251,13 @@ func (l *loader) run(ctx context.Context, c *clients, t *readTask) {
 			t.err = err
 		}
 	case t.get:
-		o, err := t.kind.get(ctx, c, t.ns)
+		var o object
+		var err error
+		if t.name != "" {
+			o, err = t.kind.getIn(ctx, c, t.ns, t.name)
+		} else {
+			o, err = t.kind.get(ctx, c, t.ns)
+		}
 		switch {
 		case err == nil:
 			t.objs = []object{o}
@@ -286,12 +304,13 @@ func (l *loader) meshResult(c *clients, t *readTask) {
 
 // readFailed records a read that was denied or failed: the kind is incomplete.
 func (l *loader) readFailed(c *clients, t *readTask) {
-	verb, what := "list", t.kind.qualifiedResource()
-	if t.get {
-		verb, what = "get", t.kind.qualifiedResource()+"/"+t.ns
-	}
-	where := t.ns
-	if t.get || t.kind.cluster {
+	verb, what, where := "list", t.kind.qualifiedResource(), t.ns
+	switch {
+	case t.name != "":
+		verb, what = "get", t.kind.qualifiedResource()+"/"+t.name
+	case t.get:
+		verb, what, where = "get", t.kind.qualifiedResource()+"/"+t.ns, "-"
+	case t.kind.cluster:
 		where = "-"
 	}
 	msg := deniedMessage(c, t.err, verb, what, where)

@@ -237,6 +237,19 @@ func TestDeniedReadsMakeKindsIncomplete(t *testing.T) {
 			}},
 		},
 		{
+			name:  "a get by name forbidden",
+			reads: []Read{{Kind: KindPod, Namespaces: []string{"bookinfo"}, Names: []string{"p"}}, {Kind: KindAuthorizationPolicy}},
+			deny: func(f *fakeCluster) {
+				f.deny("get", "pods", apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "p",
+					errors.New(`User "carol" cannot get resource "pods" in API group "" in the namespace "bookinfo"`)))
+			},
+			wantObjects:    []string{"AuthorizationPolicy bookinfo/ap"},
+			wantIncomplete: map[string]string{"Pod": "forbidden: carol cannot get pods/p in namespace bookinfo"},
+			wantIssues: []issue{{
+				Severity: "warning", Message: "forbidden: carol cannot get pods/p in namespace bookinfo", Incomplete: []string{"Pod"},
+			}},
+		},
+		{
 			name:  "some Istio CRDs missing",
 			reads: []Read{{Kind: KindEnvoyFilter}, {Kind: KindSidecar}, {Kind: KindAuthorizationPolicy}},
 			deny: func(f *fakeCluster) {
@@ -553,5 +566,47 @@ func TestLiveModeAgainstAnHTTPServer(t *testing.T) {
 	}
 	if snap.MeshConfigSource != nil {
 		t.Errorf("mesh source = %v, want none (the ConfigMap does not exist)", snap.MeshConfigSource)
+	}
+}
+
+func TestLiveGetsNamedPods(t *testing.T) {
+	f := newFakeCluster([]runtime.Object{
+		&corev1.Pod{ObjectMeta: objMeta("a", "p", "1")},
+		&corev1.Pod{ObjectMeta: objMeta("a", "other", "2")},
+		&corev1.Pod{ObjectMeta: objMeta("b", "p", "3")},
+		&corev1.Pod{ObjectMeta: objMeta("b", "q", "4")},
+	}, nil)
+	reads := []Read{
+		{Kind: KindPod, Namespaces: []string{"a", "b"}, Names: []string{"p", "gone"}},
+		{Kind: KindPod, Namespaces: []string{"b"}},
+	}
+	snap, err := load(t.Context(), Spec{Reads: reads}, f.clients())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"Pod a/p", "Pod b/p", "Pod b/q"}, keys(snap)); diff != "" {
+		t.Errorf("objects (-want +got):\n%s", diff)
+	}
+	if len(snap.Issues) != 0 || len(snap.Incomplete) != 0 {
+		t.Errorf("a pod that is not there is not a problem: issues %+v, incomplete %v", snap.Issues, snap.Incomplete)
+	}
+	var calls []string
+	for _, a := range f.actions() {
+		switch a := a.(type) {
+		case k8stesting.ListAction:
+			calls = append(calls, fmt.Sprintf("list %s %s", a.GetResource().Resource, a.GetNamespace()))
+		case k8stesting.GetAction:
+			calls = append(calls, fmt.Sprintf("get %s %s/%s", a.GetResource().Resource, a.GetNamespace(), a.GetName()))
+		}
+	}
+	sort.Strings(calls)
+	want := []string{"get configmaps istio-system/istio", "get pods a/gone", "get pods a/p", "list pods b"}
+	if diff := cmp.Diff(want, calls); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+
+	_, err = load(t.Context(), Spec{Reads: []Read{{Kind: KindService, Namespaces: []string{"a"}, Names: []string{"x"}}}}, f.clients())
+	if err == nil || err.Error() != "cannot read Service by name in a namespace" {
+		t.Errorf("error = %v, want that Services cannot be read by name", err)
 	}
 }

@@ -70,6 +70,10 @@ type Read struct {
 	// Namespaces to list the kind in; nil means all namespaces, an empty list none. For
 	// KindNamespace, the names of the Namespace objects to get (nil lists them all).
 	Namespaces []string
+	// Names, for a kind that can be read by name in a namespace (KindPod), are the objects to
+	// get in each of Namespaces instead of listing them: `authz pod/NAME` needs one pod, not
+	// its namespace's. A namespace another Read of the kind lists is listed.
+	Names []string
 }
 
 // Load reads the objects and the MeshConfig the engines need. Problems with single objects or
@@ -151,10 +155,12 @@ type loader struct {
 }
 
 // readScope is what Reads read of one kind: every namespace, or the listed ones (for
-// KindNamespace, the listed names).
+// KindNamespace, the listed names), and the objects got by name in other namespaces.
 type readScope struct {
 	all        bool
 	namespaces map[string]bool
+	// names are the names read in a namespace that is not listed, by namespace.
+	names map[string]map[string]bool
 }
 
 // readScopes merges Reads by kind, as planReads does.
@@ -165,12 +171,28 @@ func readScopes(reads []Read) map[string]readScope {
 		if !ok {
 			sc.namespaces = map[string]bool{}
 		}
-		if r.Namespaces == nil {
+		switch {
+		case r.Namespaces == nil:
 			sc.all = true
-		}
-		for _, ns := range r.Namespaces {
-			if ns != "" {
-				sc.namespaces[ns] = true
+		case r.Names != nil:
+			for _, ns := range r.Namespaces {
+				for _, name := range r.Names {
+					if ns != "" && name != "" {
+						if sc.names == nil {
+							sc.names = map[string]map[string]bool{}
+						}
+						if sc.names[ns] == nil {
+							sc.names[ns] = map[string]bool{}
+						}
+						sc.names[ns][name] = true
+					}
+				}
+			}
+		default:
+			for _, ns := range r.Namespaces {
+				if ns != "" {
+					sc.namespaces[ns] = true
+				}
 			}
 		}
 		out[r.Kind] = sc
@@ -190,7 +212,7 @@ func (l *loader) planned(ki *kindInfo, ns, name string) bool {
 	case ki.cluster:
 		return sc.namespaces[name]
 	}
-	return sc.namespaces[ns]
+	return sc.namespaces[ns] || sc.names[ns][name]
 }
 
 // appliedMesh is the effective mesh config and where it came from.
