@@ -141,8 +141,8 @@ type Input struct {
 	// Flags are the istiod feature flags.
 	Flags Flags
 
-	// positions are the file positions looked up so far, shared by the builds of one host.
-	positions positionCache
+	// positions are the file positions looked up so far, shared by the builds of an Explainer.
+	positions *positionCache
 	// deferPositions leaves the positions of origins to resolvePositions.
 	deferPositions bool
 	// shared is what the builds of one host share.

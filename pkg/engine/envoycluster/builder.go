@@ -98,7 +98,7 @@ func newBuilder(in Input) (*builder, error) {
 		mesh = DefaultMeshConfig()
 	}
 	if in.positions == nil {
-		in.positions = positionCache{}
+		in.positions = &positionCache{}
 	}
 	if in.shared == nil {
 		in.shared = &hostShared{}

@@ -60,6 +60,11 @@ type Explainer struct {
 	// mu guards mtls, the NamespaceMTLS of the service namespaces seen so far.
 	mu   sync.Mutex
 	mtls map[string]NamespaceMTLS
+	// positions are the file positions of fields looked up so far, for every host.
+	positions positionCache
+	// positionsNow looks positions up while building instead of leaving them to
+	// ResolvePositions (tests compare the two).
+	positionsNow bool
 }
 
 // namespaceMTLS is index.NamespaceMTLSMode of namespace, once per namespace.
@@ -115,11 +120,12 @@ type HostClusters struct {
 	Warnings []string
 	// Clusters are the clusters of every port (default cluster, then subsets, port by port),
 	// including those istiod drops (nil Cluster). Nil for an ExternalName alias. The file
-	// positions of their origins are left to ResolvePositions.
+	// positions of their origins are left to ResolvePositions: until it runs, an origin that
+	// has one carries a placeholder Position.
 	Clusters []Built
 
 	snap      *model.Snapshot
-	positions positionCache
+	positions *positionCache
 }
 
 // ResolvePositions fills in the file positions of the origins of Clusters, looking each field
@@ -235,8 +241,8 @@ func (e *Explainer) host(hostname string, port uint32, subset string) (*HostClus
 		MTLS:           e.namespaceMTLS(svc.Namespace),
 		WorkloadMTLS:   ix.WorkloadPeerAuthentications(svc),
 		Flags:          DefaultFlags(),
-		positions:      positionCache{},
-		deferPositions: true,
+		positions:      &e.positions,
+		deferPositions: !e.positionsNow,
 		shared:         &hostShared{},
 	}
 	out.snap, out.positions = e.snap, in.positions

@@ -80,6 +80,21 @@ func TestExplainerMatchesExplain(t *testing.T) {
 					t.Fatalf("%s: Host: %v", h, err)
 				}
 				checkHostClusters(t, h, hc, want)
+				// Positions looked up while building are the ones resolved afterwards.
+				now := NewExplainer(ix, proxy)
+				now.positionsNow = true
+				hcNow, err := now.Host(h)
+				if err != nil {
+					t.Fatalf("%s: Host with positions now: %v", h, err)
+				}
+				if len(hcNow.Clusters) != len(hc.Clusters) {
+					t.Fatalf("%s: %d clusters with positions now, %d deferred", h, len(hcNow.Clusters), len(hc.Clusters))
+				}
+				for i := range hc.Clusters {
+					if d := cmp.Diff(hcNow.Clusters[i].Origins, hc.Clusters[i].Origins); d != "" {
+						t.Errorf("%s: origins of %s with positions now and resolved differ (-now +resolved):\n%s", h, hc.Clusters[i].Name, d)
+					}
+				}
 			}
 		})
 	}
@@ -129,6 +144,17 @@ func checkHostClusters(t *testing.T, host string, hc *HostClusters, want *explai
 	for _, bc := range built {
 		if d := cmp.Diff(byName[bc.Name].Origins, bc.Origins); d != "" {
 			t.Errorf("%s: resolved origins of %s differ (-Explain +Host):\n%s", host, bc.Name, d)
+		}
+	}
+	for _, bc := range hc.Clusters {
+		for _, ft := range bc.Origins {
+			placeholder := ft.Origin.Position == deferred
+			for _, sh := range ft.Shadowed {
+				placeholder = placeholder || sh.Origin.Position == deferred
+			}
+			if placeholder {
+				t.Errorf("%s: %s %s keeps the placeholder position after ResolvePositions", host, bc.Name, ft.Path)
+			}
 		}
 	}
 }

@@ -91,78 +91,73 @@ func joinField(prefix, field string) string {
 }
 
 // positionCache holds the file positions of fields (nil when the snapshot knows none), each
-// looked up once. unresolved marks a position a deferred build asked for and nobody has read yet.
-type positionCache map[positionKey]*provenance.Position
+// looked up once. One cache serves every build of an Explainer; it is safe for concurrent use.
+type positionCache struct {
+	mu sync.Mutex
+	m  map[positionKey]*provenance.Position
+}
 
 type positionKey struct {
 	object model.ObjectKey
 	field  string
 }
 
-var unresolved = &provenance.Position{}
+// lookup returns the position of k in snap, looking it up the first time it is asked.
+func (c *positionCache) lookup(snap *model.Snapshot, k positionKey) *provenance.Position {
+	c.mu.Lock()
+	p, ok := c.m[k]
+	c.mu.Unlock()
+	if ok {
+		return p
+	}
+	p = snap.FieldPosition(k.object, k.field)
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = map[positionKey]*provenance.Position{}
+	}
+	c.m[k] = p
+	c.mu.Unlock()
+	return p
+}
+
+// deferred is the Position of an origin whose position a deferring build left to
+// resolvePositions, which looks it up from the origin's Resource and Field. It stands for "not
+// looked up yet" and is replaced before the origin is shown.
+var deferred = &provenance.Position{}
 
 // position returns the file position of a field of an object, when the snapshot knows it.
-// Origins of the same field share the Position. When the build defers positions it returns nil
-// and notes the field: resolvePositions fills it in, from the origin's Resource and Field.
+// Origins of the same field share the Position. When the build defers positions it returns
+// deferred, for resolvePositions.
 func (b *builder) position(ref *provenance.Ref, field string) *provenance.Position {
 	if b.in.Snapshot == nil || ref == nil {
 		return nil
 	}
-	k := positionKey{model.ObjectKey{Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name}, field}
-	if p, ok := b.in.positions[k]; ok {
-		if p == unresolved {
-			return nil
-		}
-		return p
-	}
 	if b.in.deferPositions {
-		b.in.positions[k] = unresolved
-		return nil
+		return deferred
 	}
-	p := b.in.Snapshot.FieldPosition(k.object, field)
-	b.in.positions[k] = p
-	return p
+	return b.in.positions.lookup(b.in.Snapshot, positionKey{model.ObjectKey{Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name}, field})
 }
 
-// positionNow is position for an origin whose Field is not the field located: never deferred,
-// and kept apart (its key starts with a NUL byte) so that resolvePositions does not read it.
+// positionNow is position for an origin whose Field is not the field located: never deferred.
 func (b *builder) positionNow(ref *provenance.Ref, field string) *provenance.Position {
 	if b.in.Snapshot == nil || ref == nil {
 		return nil
 	}
-	key := "\x00metadata.name" // the field every caller asks, without joining
-	if field != "metadata.name" {
-		key = "\x00" + field
-	}
-	k := positionKey{model.ObjectKey{Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name}, key}
-	if p, ok := b.in.positions[k]; ok {
-		return p
-	}
-	p := b.in.Snapshot.FieldPosition(k.object, field)
-	b.in.positions[k] = p
-	return p
+	return b.in.positions.lookup(b.in.Snapshot, positionKey{model.ObjectKey{Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name}, field})
 }
 
-// resolvePositions fills in the positions deferred by the builds of bs: every origin without a
-// position whose Resource and Field a build asked the position of.
-func resolvePositions(snap *model.Snapshot, cache positionCache, bs []Built) {
-	if snap == nil || len(cache) == 0 {
-		return
-	}
+// resolvePositions fills in the positions deferred by the builds of bs: every origin whose
+// Position is deferred gets the position of its Resource's Field (or none).
+func resolvePositions(snap *model.Snapshot, cache *positionCache, bs []Built) {
 	fill := func(o *provenance.Origin) {
-		if o.Position != nil || o.Resource == nil || o.Field == "" {
+		if o.Position != deferred {
 			return
 		}
-		k := positionKey{model.ObjectKey{Kind: o.Resource.Kind, Namespace: o.Resource.Namespace, Name: o.Resource.Name}, o.Field}
-		p, ok := cache[k]
-		if !ok {
+		o.Position = nil
+		if snap == nil || o.Resource == nil || o.Field == "" {
 			return
 		}
-		if p == unresolved {
-			p = snap.FieldPosition(k.object, k.field)
-			cache[k] = p
-		}
-		o.Position = p
+		o.Position = cache.lookup(snap, positionKey{model.ObjectKey{Kind: o.Resource.Kind, Namespace: o.Resource.Namespace, Name: o.Resource.Name}, o.Field})
 	}
 	for i := range bs {
 		for j := range bs[i].Origins {
