@@ -50,45 +50,106 @@ func (p Position) String() string {
 }
 
 // Layer is where in istiod's layering a value was decided. The vocabulary is documented in
-// docs/origins.md; keep the two in step.
-type Layer string
+// docs/origins.md; keep the two in step. It is spelled as its name (String) in every output
+// format; in memory it is one byte, as every origin of every field carries one.
+type Layer uint8
 
 // The layers. The cluster layers follow shared/spec/cluster.md §0.1; the authz layers follow
 // shared/spec/authz.md.
 const (
+	// LayerNone: no layer (an origin that is not set, e.g. a path that only carries shadows).
+	LayerNone Layer = iota
 	// LayerRegistry: derived from a Service, ServiceEntry, Pod or WorkloadEntry.
-	LayerRegistry Layer = "registry"
+	LayerRegistry
 	// LayerMeshConfig: a MeshConfig field (user value or istiod's mesh default).
-	LayerMeshConfig Layer = "meshconfig"
+	LayerMeshConfig
 	// LayerMeshDefaultTrafficPolicy: MeshConfig defaultTrafficPolicy (connectionPool, outlierDetection).
-	LayerMeshDefaultTrafficPolicy Layer = "mesh-default-traffic-policy"
+	LayerMeshDefaultTrafficPolicy
 	// LayerDestinationRule: DestinationRule spec.trafficPolicy (top level).
-	LayerDestinationRule Layer = "destinationrule"
+	LayerDestinationRule
 	// LayerPortLevel: DestinationRule spec.trafficPolicy.portLevelSettings[port=N].
-	LayerPortLevel Layer = "destinationrule-port"
+	LayerPortLevel
 	// LayerSubset: DestinationRule spec.subsets[name=S] (labels or trafficPolicy).
-	LayerSubset Layer = "destinationrule-subset"
+	LayerSubset
 	// LayerSubsetPortLevel: DestinationRule spec.subsets[name=S].trafficPolicy.portLevelSettings[port=N].
-	LayerSubsetPortLevel Layer = "destinationrule-subset-port"
+	LayerSubsetPortLevel
 	// LayerAutoMTLS: ISTIO_MUTUAL synthesized by auto-mTLS from PeerAuthentication inference.
-	LayerAutoMTLS Layer = "auto-mtls"
+	LayerAutoMTLS
 	// LayerIstioDefault: a value istiod writes whatever the configuration says.
-	LayerIstioDefault Layer = "istio-default"
+	LayerIstioDefault
 	// LayerEnvoyDefault: not sent by istiod; Envoy applies its own default.
-	LayerEnvoyDefault Layer = "envoy-default"
+	LayerEnvoyDefault
 	// LayerProxy: taken from the client proxy (namespace, labels, IPs, metadata).
-	LayerProxy Layer = "proxy"
+	LayerProxy
 	// LayerIstiodFlag: an istiod feature flag at its default.
-	LayerIstiodFlag Layer = "istiod-flag"
+	LayerIstiodFlag
 	// LayerSidecar: a Sidecar resource.
-	LayerSidecar Layer = "sidecar"
+	LayerSidecar
 	// LayerPeerAuthentication: a PeerAuthentication field.
-	LayerPeerAuthentication Layer = "peerauthentication"
+	LayerPeerAuthentication
 	// LayerAuthorizationPolicy: an AuthorizationPolicy field.
-	LayerAuthorizationPolicy Layer = "authorizationpolicy"
+	LayerAuthorizationPolicy
 	// LayerStaticPolicy: istiod's static istio_converted_static_strict policy.
-	LayerStaticPolicy Layer = "istio-static-policy"
+	LayerStaticPolicy
+	layerCount
 )
+
+// layerNames are the names of the layers, as every output format spells them.
+var layerNames = [layerCount]string{
+	LayerNone:                     "",
+	LayerRegistry:                 "registry",
+	LayerMeshConfig:               "meshconfig",
+	LayerMeshDefaultTrafficPolicy: "mesh-default-traffic-policy",
+	LayerDestinationRule:          "destinationrule",
+	LayerPortLevel:                "destinationrule-port",
+	LayerSubset:                   "destinationrule-subset",
+	LayerSubsetPortLevel:          "destinationrule-subset-port",
+	LayerAutoMTLS:                 "auto-mtls",
+	LayerIstioDefault:             "istio-default",
+	LayerEnvoyDefault:             "envoy-default",
+	LayerProxy:                    "proxy",
+	LayerIstiodFlag:               "istiod-flag",
+	LayerSidecar:                  "sidecar",
+	LayerPeerAuthentication:       "peerauthentication",
+	LayerAuthorizationPolicy:      "authorizationpolicy",
+	LayerStaticPolicy:             "istio-static-policy",
+}
+
+// Layers are every layer but LayerNone, in declaration order.
+func Layers() []Layer {
+	out := make([]Layer, 0, layerCount-1)
+	for l := LayerNone + 1; l < layerCount; l++ {
+		out = append(out, l)
+	}
+	return out
+}
+
+// String is the layer's name (`destinationrule-port`); "" for LayerNone.
+func (l Layer) String() string {
+	if l < layerCount {
+		return layerNames[l]
+	}
+	return fmt.Sprintf("Layer(%d)", uint8(l))
+}
+
+// MarshalText spells the layer by its name.
+func (l Layer) MarshalText() ([]byte, error) {
+	if l >= layerCount {
+		return nil, fmt.Errorf("unknown layer %d", uint8(l))
+	}
+	return []byte(layerNames[l]), nil
+}
+
+// UnmarshalText reads a layer's name.
+func (l *Layer) UnmarshalText(b []byte) error {
+	for i, name := range layerNames {
+		if name == string(b) {
+			*l = Layer(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown layer %q", b)
+}
 
 // Origin says where one value came from.
 type Origin struct {
@@ -149,7 +210,7 @@ func LayerTitle(l Layer) string {
 	case LayerStaticPolicy:
 		return "istiod static policy"
 	default:
-		return string(l)
+		return l.String()
 	}
 }
 

@@ -1,10 +1,13 @@
 package provenance
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -165,7 +168,7 @@ func TestRecorderFoldsLikeAMap(t *testing.T) {
 		})
 		for _, w := range want {
 			got, ok := values[w.Path]
-			if w.Origin.Layer == "" {
+			if w.Origin.Layer == LayerNone {
 				if ok {
 					t.Fatalf("seed %d: EachValue gave shadow-only path %q: %+v", seed, w.Path, got)
 				}
@@ -185,5 +188,41 @@ func TestRecorderFoldsLikeAMap(t *testing.T) {
 		if got := r.TakeTraces(); !reflect.DeepEqual(got, want) && (len(got) != 0 || len(want) != 0) {
 			t.Fatalf("seed %d: TakeTraces = %+v\nwant %+v", seed, got, want)
 		}
+	}
+}
+
+func TestLayersAreSpelledByName(t *testing.T) {
+	docs, err := os.ReadFile("../../docs/origins.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, l := range Layers() {
+		name := l.String()
+		if name == "" || seen[name] {
+			t.Fatalf("layer %d has the name %q, empty or taken", uint8(l), name)
+		}
+		seen[name] = true
+		if !strings.Contains(string(docs), "`"+name+"`") {
+			t.Errorf("docs/origins.md does not list the layer `%s`", name)
+		}
+		js, err := json.Marshal(Origin{Layer: l})
+		if err != nil || string(js) != `{"layer":"`+name+`"}` {
+			t.Errorf("%s as JSON: %s (%v)", name, js, err)
+		}
+		var back Origin
+		if err := json.Unmarshal(js, &back); err != nil || back.Layer != l {
+			t.Errorf("%s from JSON: %v (%v)", name, back.Layer, err)
+		}
+	}
+	if js, err := json.Marshal(Origin{}); err != nil || string(js) != `{"layer":""}` {
+		t.Errorf("no layer as JSON: %s (%v)", js, err)
+	}
+	var o Origin
+	if err := json.Unmarshal([]byte(`{"layer":"destinationrule-sub"}`), &o); err == nil || !strings.Contains(err.Error(), `unknown layer "destinationrule-sub"`) {
+		t.Errorf("an unknown layer name: %v", err)
+	}
+	if _, err := json.Marshal(Origin{Layer: layerCount}); err == nil {
+		t.Error("a layer out of range marshals")
 	}
 }

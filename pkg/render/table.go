@@ -292,7 +292,7 @@ func valueText(t provenance.FieldTrace) string {
 }
 
 func isZeroOrigin(o provenance.Origin) bool {
-	return o.Layer == "" && o.Resource == nil && o.Field == "" && o.Position == nil
+	return o.Layer == provenance.LayerNone && o.Resource == nil && o.Field == "" && o.Position == nil
 }
 
 // originText is an ORIGIN cell: Origin.String(), and its note on a second line.

@@ -122,7 +122,7 @@ func (st *clusterState) applyLocality(lb *networking.LoadBalancerSettings) {
 	case enableFailover && l.GetFailoverPriority() != nil:
 		wo = s.origin("failoverPriority")
 	}
-	if wo.Layer != "" {
+	if wo.Layer != provenance.LayerNone {
 		c.CommonLbConfig.LocalityConfigSpecifier = &clusterv3.Cluster_CommonLbConfig_LocalityWeightedLbConfig_{
 			LocalityWeightedLbConfig: &clusterv3.Cluster_CommonLbConfig_LocalityWeightedLbConfig{}}
 		st.set("commonLbConfig.localityWeightedLbConfig", "{}", wo)

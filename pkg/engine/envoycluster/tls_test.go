@@ -240,7 +240,7 @@ func TestSubsetPortLevelEntryWithoutTLSDropsMutual(t *testing.T) {
 	want.CircuitBreakers.Thresholds[0].MaxConnections = wrapperspb.UInt32(7)
 	requireCluster(t, want, b.Cluster)
 	tr := trace(t, b, "transportSocket")
-	if len(tr.Shadowed) != 1 || tr.Shadowed[0].Value != "tls MUTUAL" || tr.Origin.Layer != "" {
+	if len(tr.Shadowed) != 1 || tr.Shadowed[0].Value != "tls MUTUAL" || tr.Origin.Layer != provenance.LayerNone {
 		t.Errorf("the dropped MUTUAL should be a shadow on an empty transportSocket: %+v", tr)
 	}
 

@@ -151,5 +151,5 @@ func decideCapture(snap *model.Snapshot, pod *corev1.Pod) captureResult {
 
 // originString is the human spelling of a field's origin: `Pod foo/a · metadata.labels[x] (f.yaml:3)`.
 func originString(snap *model.Snapshot, k model.ObjectKey, field string) string {
-	return snap.Origin("", k, field).String()
+	return snap.Origin(provenance.LayerNone, k, field).String()
 }

@@ -154,7 +154,7 @@ func requireEveryFieldTraced(t *testing.T, r *explain.Result) {
 			}
 		}
 		for _, ft := range o.Origins {
-			if ft.Origin.Layer == "" {
+			if ft.Origin.Layer == provenance.LayerNone {
 				t.Errorf("%s: trace %s has no layer", o.Name, ft.Path)
 			}
 		}

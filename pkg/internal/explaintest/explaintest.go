@@ -43,7 +43,7 @@ func Uncovered(obj explain.Object) []string {
 	for _, leaf := range Leaves(obj.Message) {
 		covered := false
 		for _, tr := range obj.Origins {
-			if tr.NotSent || tr.Origin.Layer == "" {
+			if tr.NotSent || tr.Origin.Layer == provenance.LayerNone {
 				continue
 			}
 			if provenance.Covers(tr.Path, leaf) {
