@@ -165,6 +165,15 @@ func (l *loader) readLive(ctx context.Context, c *clients) error {
 		return clusterErr(firstFatal, c.host)
 	}
 
+	// The maps the objects go into are made for all of them at once (a live read is most of
+	// what a command holds).
+	n := 0
+	for _, t := range tasks {
+		n += len(t.objs)
+	}
+	if len(l.objs) == 0 && n > 0 {
+		l.objs, l.sources = make(map[model.ObjectKey]object, n), make(map[model.ObjectKey]model.Source, n)
+	}
 	missing := map[string]bool{}
 	var nodesFailed []*readTask
 	for _, t := range tasks {

@@ -1,12 +1,14 @@
 package source
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 // randomJSON writes random JSON of the shapes the API server lists: the light fields, with
@@ -164,6 +166,11 @@ func TestPageJSONDecodesAsEncodingJSON(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("round %d: pageJSON decoded\n%+v\nencoding/json\n%+v\nfrom %s", round, got, want, vsPage)
 		}
+		// fetchPage decodes as it reads, through a buffer it overwrites: one byte at a time here.
+		var streamed rawPage[lightVirtualService]
+		if err := decodePage(iotest.OneByteReader(bytes.NewReader(vsPage)), &streamed); err != nil || !reflect.DeepEqual(streamed, want) {
+			t.Fatalf("round %d: decodePage (%v) decoded\n%+v\nencoding/json\n%+v", round, err, streamed, want)
+		}
 
 		drPage := g.page(1+g.r.IntN(4), g.destinationRule)
 		var wantRaw, gotRaw rawPage[json.RawMessage]
@@ -176,6 +183,10 @@ func TestPageJSONDecodesAsEncodingJSON(t *testing.T) {
 		if !reflect.DeepEqual(gotRaw, wantRaw) {
 			t.Fatalf("round %d: pageJSON decoded\n%+v\nencoding/json\n%+v", round, gotRaw, wantRaw)
 		}
+		var streamedRaw rawPage[json.RawMessage]
+		if err := decodePage(iotest.OneByteReader(bytes.NewReader(drPage)), &streamedRaw); err != nil || !reflect.DeepEqual(streamedRaw, wantRaw) {
+			t.Fatalf("round %d: decodePage (%v) decoded\n%+v\nencoding/json\n%+v", round, err, streamedRaw, wantRaw)
+		}
 		for _, it := range wantRaw.Items {
 			var wantDR, gotDR lightDestinationRule
 			wantErr := json.Unmarshal(it.Spec, &wantDR)
@@ -185,6 +196,28 @@ func TestPageJSONDecodesAsEncodingJSON(t *testing.T) {
 			if (wantErr == nil) != (gotErr == nil) || wantErr == nil && !reflect.DeepEqual(gotDR, wantDR) {
 				t.Fatalf("round %d: light DestinationRule %s: pageJSON %+v (%v), encoding/json %+v (%v)", round, it.Spec, gotDR, gotErr, wantDR, wantErr)
 			}
+		}
+	}
+}
+
+func TestDecodePageRejectsWhatUnmarshalRejects(t *testing.T) {
+	page := `{"metadata":{"continue":"x"},"items":[{"metadata":{"name":"a","namespace":"n"},"spec":{"hosts":["h"]}}]}`
+	var p rawPage[json.RawMessage]
+	if err := decodePage(strings.NewReader(page+"\n"), &p); err != nil || p.Metadata.Continue != "x" || len(p.Items) != 1 || string(p.Items[0].Spec) != `{"hosts":["h"]}` {
+		t.Fatalf("a whole page: %v, %+v", err, p)
+	}
+	for _, bad := range []string{
+		page[:len(page)-1],    // truncated
+		page[:len(page)/2],    // truncated in a value
+		page + `{"items":[]}`, // a second document
+		`{"items":[}`,         // malformed
+		``,                    // empty
+	} {
+		var q rawPage[json.RawMessage]
+		uerr := pageJSON.Unmarshal([]byte(bad), &q)
+		derr := decodePage(strings.NewReader(bad), &q)
+		if uerr == nil || derr == nil {
+			t.Errorf("%q: Unmarshal error %v, decodePage error %v; want both to fail", bad, uerr, derr)
 		}
 	}
 }

@@ -3,7 +3,9 @@ package source
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 
 	"istio.io/client-go/pkg/clientset/versioned/scheme"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -75,22 +77,37 @@ type rawPage[S any] struct {
 // fetchPage issues the request the Istio clientset's List issues (same path, query and Accept
 // header) and reads the body into a rawPage.
 func fetchPage[S any](ctx context.Context, rc rest.Interface, ki *kindInfo, ns string, opts metav1.ListOptions) (*rawPage[S], error) {
-	res := rc.Get().
+	// Stream, not Do: Do reads the whole body with io.ReadAll, which grows a new buffer for
+	// every page, before decoding it; a failure's Status body becomes the same API error either
+	// way (forbidden with the server's message, expired), as the clientset's Into reports it.
+	body, err := rc.Get().
 		Namespace(ns).
 		Resource(ki.resource).
 		VersionedParams(&opts, scheme.ParameterCodec).
-		Do(ctx)
-	// Error, not Raw's error: it turns a failure's Status body into the API error (forbidden
-	// with the server's message, expired), as the clientset's Into does.
-	if err := res.Error(); err != nil {
+		Stream(ctx)
+	if err != nil {
 		return nil, err
 	}
-	body, _ := res.Raw()
+	defer body.Close()
 	p := &rawPage[S]{}
-	if err := pageJSON.Unmarshal(body, p); err != nil {
+	if err := decodePage(body, p); err != nil {
 		return nil, fmt.Errorf("decoding the list of %s: %w", ki.qualifiedResource(), err)
 	}
 	return p, nil
+}
+
+// decodePage decodes the JSON document r holds into v with pageJSON as it is read: what is
+// decoded copies what it keeps (strings, raw specs) out of the decoder's small buffer. Like
+// Unmarshal it rejects malformed or truncated JSON and a second value after the document.
+func decodePage(r io.Reader, v any) error {
+	dec := pageJSON.NewDecoder(r)
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("more data after the list")
+	}
+	return nil
 }
 
 type pageResult[S any] struct {
