@@ -148,6 +148,15 @@ var kindTable = []*kindInfo{
 		kind: KindService, versions: []string{"v1"}, resource: "services",
 		decode: decodeKube[corev1.Service],
 		list: func(ctx context.Context, c *clients, ns string, o metav1.ListOptions) ([]object, string, error) {
+			if rc := c.coreREST(); rc != nil {
+				return listProtoPage(ctx, rc, "services", ns, o, func() protoItem {
+					s := &corev1.Service{}
+					return protoItem{s, s, &s.ObjectMeta}
+				}, &corev1.ServiceList{}, func(l runtime.Object) ([]object, string) {
+					sl := l.(*corev1.ServiceList)
+					return items(sl.Items), sl.Continue
+				})
+			}
 			l, err := c.kube.CoreV1().Services(ns).List(ctx, o)
 			if err != nil {
 				return nil, "", err
@@ -159,6 +168,15 @@ var kindTable = []*kindInfo{
 		kind: KindPod, versions: []string{"v1"}, resource: "pods",
 		decode: decodeKube[corev1.Pod],
 		list: func(ctx context.Context, c *clients, ns string, o metav1.ListOptions) ([]object, string, error) {
+			if rc := c.coreREST(); rc != nil {
+				return listProtoPage(ctx, rc, "pods", ns, o, func() protoItem {
+					p := &corev1.Pod{}
+					return protoItem{p, p, &p.ObjectMeta}
+				}, &corev1.PodList{}, func(l runtime.Object) ([]object, string) {
+					pl := l.(*corev1.PodList)
+					return items(pl.Items), pl.Continue
+				})
+			}
 			l, err := c.kube.CoreV1().Pods(ns).List(ctx, o)
 			if err != nil {
 				return nil, "", err

@@ -1,0 +1,312 @@
+package source
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+)
+
+// The built-in kinds are listed in protobuf, as their typed clients list them (same path,
+// query and Accept header), but read as the body streams in: one item at a time through a
+// small buffer instead of the whole body (client-go reads it with io.ReadAll, then copies the
+// list out of its envelope), and without decoding metadata.managedFields, which the loader
+// drops anyway and which is about half of a Pod.
+
+// acceptProtobuf is the Accept header of the typed clients of the built-in kinds.
+const acceptProtobuf = "application/vnd.kubernetes.protobuf,application/json"
+
+// protobufMagic starts every protobuf-encoded object the API server sends (the envelope is a
+// runtime.Unknown: k8s.io/apimachinery/pkg/runtime/serializer/protobuf).
+var protobufMagic = []byte{0x6b, 0x38, 0x73, 0x00}
+
+// The fields read: runtime.Unknown raw (2); a list's metadata (1) and items (2); an object's
+// metadata (1); ObjectMeta managedFields (17).
+const (
+	unknownRawField    = 2
+	listMetaField      = 1
+	listItemsField     = 2
+	objectMetaField    = 1
+	managedFieldsField = 17
+)
+
+// protoItem is a new, empty item of a list and its ObjectMeta.
+type protoItem struct {
+	o    object
+	all  interface{ Unmarshal([]byte) error }
+	meta *metav1.ObjectMeta
+}
+
+// coreREST is the REST client of the core group, or nil (a fake clientset has none).
+func (c *clients) coreREST() rest.Interface {
+	rc := c.kube.CoreV1().RESTClient()
+	if r, ok := rc.(*rest.RESTClient); ok && r == nil {
+		return nil
+	}
+	return rc
+}
+
+// listProtoPage reads one page of a built-in kind (its plural resource) through rc. A server that answers in JSON is
+// decoded by the client's own deserializer into list (a new, empty list of the kind).
+func listProtoPage(ctx context.Context, rc rest.Interface, resource, ns string, opts metav1.ListOptions,
+	newItem func() protoItem, list runtime.Object, fromList func(runtime.Object) ([]object, string)) ([]object, string, error) {
+	body, err := rc.Get().
+		Namespace(ns).
+		Resource(resource).
+		VersionedParams(&opts, scheme.ParameterCodec).
+		SetHeader("Accept", acceptProtobuf).
+		Stream(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	defer body.Close()
+	br := bufio.NewReaderSize(body, 32<<10)
+	if head, err := br.Peek(len(protobufMagic)); err != nil || !bytes.Equal(head, protobufMagic) {
+		data, err := io.ReadAll(br)
+		if err != nil {
+			return nil, "", fmt.Errorf("reading the list of %s: %w", resource, err)
+		}
+		if _, _, err := scheme.Codecs.UniversalDeserializer().Decode(data, nil, list); err != nil {
+			return nil, "", fmt.Errorf("decoding the list of %s: %w", resource, err)
+		}
+		items, cont := fromList(list)
+		return items, cont, nil
+	}
+	if _, err := br.Discard(len(protobufMagic)); err != nil {
+		return nil, "", err
+	}
+	items, cont, err := readProtoList(br, newItem)
+	if err != nil {
+		return nil, "", fmt.Errorf("decoding the list of %s: %w", resource, err)
+	}
+	return items, cont, nil
+}
+
+// readProtoList reads a runtime.Unknown whose raw bytes are a list, item by item, and returns
+// the items (managedFields left out) and the list's continue token.
+func readProtoList(br *bufio.Reader, newItem func() protoItem) ([]object, string, error) {
+	var items []object
+	cont := ""
+	var buf []byte
+	seenRaw := false
+	for {
+		num, typ, err := readTag(br)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		if num != unknownRawField || typ != protowire.BytesType {
+			if buf, err = readField(br, typ, buf); err != nil {
+				return nil, "", err
+			}
+			continue
+		}
+		n, err := binaryUvarint(br)
+		if err != nil {
+			return nil, "", err
+		}
+		seenRaw = true
+		lr := &countingReader{r: br, left: int64(n)}
+		for lr.left > 0 {
+			num, typ, err := readTag(lr)
+			if err != nil {
+				return nil, "", unexpected(err)
+			}
+			if typ != protowire.BytesType || (num != listMetaField && num != listItemsField) {
+				if buf, err = readField(lr, typ, buf); err != nil {
+					return nil, "", unexpected(err)
+				}
+				continue
+			}
+			if buf, err = readBytes(lr, buf); err != nil {
+				return nil, "", unexpected(err)
+			}
+			if num == listMetaField {
+				var lm metav1.ListMeta
+				if err := lm.Unmarshal(buf); err != nil {
+					return nil, "", err
+				}
+				cont = lm.Continue
+				continue
+			}
+			it := newItem()
+			if err := unmarshalItem(buf, it); err != nil {
+				return nil, "", err
+			}
+			items = append(items, it.o)
+		}
+	}
+	if !seenRaw {
+		return nil, "", errors.New("no list in the response")
+	}
+	return items, cont, nil
+}
+
+// unmarshalItem decodes the bytes of one item into it: its metadata without managedFields, the
+// rest with the item's own Unmarshal, which (generated by gogo-protobuf) merges what it reads
+// into what is there, field after field, as it would from the whole message.
+func unmarshalItem(b []byte, it protoItem) error {
+	return unmarshalRuns(b, func(num protowire.Number, field []byte) (bool, error) {
+		if num != objectMetaField {
+			return false, nil
+		}
+		meta, n := protowire.ConsumeBytes(field[protowire.SizeTag(num):])
+		if n < 0 {
+			return true, protowire.ParseError(n)
+		}
+		return true, unmarshalRuns(meta, func(num protowire.Number, _ []byte) (bool, error) {
+			return num == managedFieldsField, nil
+		}, it.meta.Unmarshal)
+	}, it.all.Unmarshal)
+}
+
+// unmarshalRuns calls unmarshal with every run of consecutive fields of message b that skip
+// does not take (skip is given each field whole, tag included, and may decode it itself).
+func unmarshalRuns(b []byte, skip func(num protowire.Number, field []byte) (bool, error), unmarshal func([]byte) error) error {
+	start := 0
+	for i := 0; i < len(b); {
+		num, typ, n := protowire.ConsumeTag(b[i:])
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b[i+n:])
+		if m < 0 {
+			return protowire.ParseError(m)
+		}
+		end := i + n + m
+		skipped, err := skip(num, b[i:end])
+		if err != nil {
+			return err
+		}
+		if skipped {
+			if i > start {
+				if err := unmarshal(b[start:i]); err != nil {
+					return err
+				}
+			}
+			start = end
+		}
+		i = end
+	}
+	if start < len(b) {
+		return unmarshal(b[start:])
+	}
+	return nil
+}
+
+// countingReader reads at most left bytes of r.
+type countingReader struct {
+	r    *bufio.Reader
+	left int64
+}
+
+func (c *countingReader) ReadByte() (byte, error) {
+	if c.left <= 0 {
+		return 0, io.EOF
+	}
+	b, err := c.r.ReadByte()
+	if err == nil {
+		c.left--
+	}
+	return b, err
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, err
+}
+
+type byteReader interface {
+	io.Reader
+	io.ByteReader
+}
+
+func binaryUvarint(r io.ByteReader) (uint64, error) {
+	var x uint64
+	for shift := uint(0); shift < 64; shift += 7 {
+		b, err := r.ReadByte()
+		if err != nil {
+			if shift > 0 && err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return 0, err
+		}
+		x |= uint64(b&0x7f) << shift
+		if b < 0x80 {
+			return x, nil
+		}
+	}
+	return 0, errors.New("proto: varint overflows 64 bits")
+}
+
+func readTag(r byteReader) (protowire.Number, protowire.Type, error) {
+	v, err := binaryUvarint(r)
+	if err != nil {
+		return 0, 0, err
+	}
+	num, typ := protowire.DecodeTag(v)
+	if num < protowire.MinValidNumber {
+		return 0, 0, errors.New("proto: invalid field number")
+	}
+	return num, typ, nil
+}
+
+// readBytes reads a length-delimited value into buf (reused) and returns it.
+func readBytes(r byteReader, buf []byte) ([]byte, error) {
+	n, err := binaryUvarint(r)
+	if err != nil {
+		return buf, unexpected(err)
+	}
+	if n > 1<<30 {
+		return buf, errors.New("proto: a field longer than 1 GiB")
+	}
+	if uint64(cap(buf)) < n {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
+	_, err = io.ReadFull(r, buf)
+	return buf, unexpected(err)
+}
+
+// readField reads and drops a field's value of wire type typ.
+func readField(r byteReader, typ protowire.Type, buf []byte) ([]byte, error) {
+	var err error
+	switch typ {
+	case protowire.VarintType:
+		_, err = binaryUvarint(r)
+	case protowire.Fixed32Type:
+		_, err = io.ReadFull(r, make([]byte, 4))
+	case protowire.Fixed64Type:
+		_, err = io.ReadFull(r, make([]byte, 8))
+	case protowire.BytesType:
+		buf, err = readBytes(r, buf)
+	default:
+		err = fmt.Errorf("proto: wire type %d is not read", typ)
+	}
+	return buf, unexpected(err)
+}
+
+// unexpected turns an end of input inside a message into io.ErrUnexpectedEOF.
+func unexpected(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
