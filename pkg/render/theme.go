@@ -58,6 +58,15 @@ func NewTheme(w io.Writer, color bool) Theme {
 		r.SetColorProfile(termenv.Ascii)
 	}
 	fg := func(c string) lipgloss.Style { return r.NewStyle().Foreground(lipgloss.Color(c)) }
+	bold := func(s lipgloss.Style) lipgloss.Style { return s.Bold(true) }
+	faint := r.NewStyle().Faint(true)
+	if !color {
+		// Without colour the attributes write nothing; leaving them out spares lipgloss
+		// styling every line of every cell for nothing.
+		fg = func(string) lipgloss.Style { return r.NewStyle() }
+		bold = func(s lipgloss.Style) lipgloss.Style { return s }
+		faint = r.NewStyle()
+	}
 	const (
 		red     = "1"
 		green   = "2"
@@ -67,18 +76,17 @@ func NewTheme(w io.Writer, color bool) Theme {
 		cyan    = "6"
 	)
 	plain := r.NewStyle()
-	faint := r.NewStyle().Faint(true)
 	t := Theme{
-		Title:    r.NewStyle().Bold(true),
-		Heading:  r.NewStyle().Bold(true),
+		Title:    bold(r.NewStyle()),
+		Heading:  bold(r.NewStyle()),
 		Label:    faint,
-		Header:   r.NewStyle().Bold(true).PaddingRight(cellPadding),
+		Header:   bold(r.NewStyle()).PaddingRight(cellPadding),
 		Cell:     plain.PaddingRight(cellPadding),
 		Field:    plain.PaddingRight(cellPadding),
-		Value:    r.NewStyle().Bold(true).PaddingRight(cellPadding),
+		Value:    bold(r.NewStyle()).PaddingRight(cellPadding),
 		NotSent:  faint.PaddingRight(cellPadding),
 		Shadowed: faint.PaddingRight(cellPadding),
-		Missing:  fg(red).Bold(true),
+		Missing:  bold(fg(red)),
 		Border:   plain,
 		Warning:  fg(yellow),
 		origin: map[provenance.Layer]lipgloss.Style{
@@ -100,8 +108,8 @@ func NewTheme(w io.Writer, color bool) Theme {
 			provenance.LayerEnvoyDefault:             faint,
 		},
 		severity: map[explain.Severity]lipgloss.Style{
-			explain.SeverityError:   fg(red).Bold(true),
-			explain.SeverityWarning: fg(yellow).Bold(true),
+			explain.SeverityError:   bold(fg(red)),
+			explain.SeverityWarning: bold(fg(yellow)),
 			explain.SeverityInfo:    fg(blue),
 		},
 	}
