@@ -213,27 +213,15 @@ func (o *AuthzOptions) podByName() bool {
 
 // Run loads the snapshot, explains the workload(s) and prints the results.
 func (o *AuthzOptions) Run(ctx context.Context) error {
-	snap, err := o.load(ctx)
-	if err != nil {
-		return err
-	}
-	if err := o.unanswerable(snap); err != nil {
-		reportIssues(o.ErrOut, withoutRequired(snap))
-		return err
-	}
-	results, err := o.Explain(snap, o.query)
-	if notFound := (*explain.NotFoundError)(nil); errors.As(err, &notFound) && o.podByName() {
+	snap, results, err := o.loadAndExplain(ctx)
+	if notFound := (*explain.NotFoundError)(nil); snap != nil && errors.As(err, &notFound) && o.podByName() {
 		// The pod read by name is not there: read again, listing its namespace, so that the
 		// error lists the pods that are.
 		o.listPods = true
-		if snap, err = o.load(ctx); err != nil {
-			return err
-		}
-		if err := o.unanswerable(snap); err != nil {
-			reportIssues(o.ErrOut, withoutRequired(snap))
-			return err
-		}
-		results, err = o.Explain(snap, o.query)
+		snap, results, err = o.loadAndExplain(ctx)
+	}
+	if snap == nil {
+		return err
 	}
 	printed := reportIssues(o.ErrOut, snap)
 	if err != nil {
@@ -254,6 +242,21 @@ func (o *AuthzOptions) Run(ctx context.Context) error {
 		return o.printer.Print(o.Out, results[0])
 	}
 	return o.printer.PrintList(o.Out, results)
+}
+
+// loadAndExplain loads the snapshot and explains the query. A load that fails, and a snapshot
+// that cannot answer (its other issues reported), give no snapshot and the error.
+func (o *AuthzOptions) loadAndExplain(ctx context.Context) (*model.Snapshot, []*explain.Result, error) {
+	snap, err := o.load(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := o.unanswerable(snap); err != nil {
+		reportIssues(o.ErrOut, withoutRequired(snap))
+		return nil, nil, err
+	}
+	results, err := o.Explain(snap, o.query)
+	return snap, results, err
 }
 
 // requiredKinds are the kinds without which no ztunnel policy can be explained: the

@@ -149,10 +149,7 @@ var kindTable = []*kindInfo{
 		decode: decodeKube[corev1.Service],
 		list: func(ctx context.Context, c *clients, ns string, o metav1.ListOptions) ([]object, string, error) {
 			if rc := c.coreREST(); rc != nil {
-				return listProtoPage(ctx, rc, "services", ns, o, func() protoItem {
-					s := &corev1.Service{}
-					return protoItem{s, s, &s.ObjectMeta}
-				}, &corev1.ServiceList{}, func(l runtime.Object) ([]object, string) {
+				return listProtoPage(ctx, rc, "services", ns, o, newProtoItem[corev1.Service], &corev1.ServiceList{}, func(l runtime.Object) ([]object, string) {
 					sl := l.(*corev1.ServiceList)
 					return items(sl.Items), sl.Continue
 				})
@@ -169,10 +166,7 @@ var kindTable = []*kindInfo{
 		decode: decodeKube[corev1.Pod],
 		list: func(ctx context.Context, c *clients, ns string, o metav1.ListOptions) ([]object, string, error) {
 			if rc := c.coreREST(); rc != nil {
-				return listProtoPage(ctx, rc, "pods", ns, o, func() protoItem {
-					p := &corev1.Pod{}
-					return protoItem{p, p, &p.ObjectMeta}
-				}, &corev1.PodList{}, func(l runtime.Object) ([]object, string) {
+				return listProtoPage(ctx, rc, "pods", ns, o, newProtoItem[corev1.Pod], &corev1.PodList{}, func(l runtime.Object) ([]object, string) {
 					pl := l.(*corev1.PodList)
 					return items(pl.Items), pl.Continue
 				})

@@ -54,6 +54,17 @@ func (c *clients) coreREST() rest.Interface {
 	return rc
 }
 
+// newProtoItem is a new, empty item of type T.
+func newProtoItem[T any, PT interface {
+	*T
+	object
+	Unmarshal([]byte) error
+	GetObjectMeta() metav1.Object
+}]() protoItem {
+	p := PT(new(T))
+	return protoItem{p, p, p.GetObjectMeta().(*metav1.ObjectMeta)}
+}
+
 // listProtoPage reads one page of a built-in kind (its plural resource) through rc. A server that answers in JSON is
 // decoded by the client's own deserializer into list (a new, empty list of the kind).
 func listProtoPage(ctx context.Context, rc rest.Interface, resource, ns string, opts metav1.ListOptions,

@@ -15,16 +15,6 @@ import (
 	"sigs.k8s.io/randfill"
 )
 
-func newPodItem() protoItem {
-	p := &corev1.Pod{}
-	return protoItem{p, p, &p.ObjectMeta}
-}
-
-func newServiceItem() protoItem {
-	s := &corev1.Service{}
-	return protoItem{s, s, &s.ObjectMeta}
-}
-
 // encodeProto is a list as the API server sends it in protobuf: the magic, then the envelope.
 func encodeProto(t *testing.T, list runtime.Object) []byte {
 	t.Helper()
@@ -84,8 +74,8 @@ func TestProtoListsDecodeAsClientGo(t *testing.T) {
 			newItem func() protoItem
 			cont    string
 		}{
-			{pods, &corev1.PodList{}, newPodItem, "next-page"},
-			{&svcs, &corev1.ServiceList{}, newServiceItem, ""},
+			{pods, &corev1.PodList{}, newProtoItem[corev1.Pod], "next-page"},
+			{&svcs, &corev1.ServiceList{}, newProtoItem[corev1.Service], ""},
 		} {
 			body := encodeProto(t, tc.list)
 			want := clientGoItems(t, body, tc.into)
@@ -125,12 +115,12 @@ func TestProtoListRejectsTruncatedBodies(t *testing.T) {
 	}
 	rawEnd := bytes.Index(body, u.Raw) + len(u.Raw)
 	for cut := 0; cut < rawEnd; cut += 1 + cut/50 {
-		_, _, err := readProtoList(bufio.NewReader(bytes.NewReader(body[:cut])), newPodItem)
+		_, _, err := readProtoList(bufio.NewReader(bytes.NewReader(body[:cut])), newProtoItem[corev1.Pod])
 		if err == nil {
 			t.Fatalf("a body cut at %d of %d bytes (the list ends at %d) decodes", cut, len(body), rawEnd)
 		}
 	}
-	if _, _, err := readProtoList(bufio.NewReader(bytes.NewReader(body)), newPodItem); err != nil {
+	if _, _, err := readProtoList(bufio.NewReader(bytes.NewReader(body)), newProtoItem[corev1.Pod]); err != nil {
 		t.Fatalf("the whole body: %v", err)
 	}
 }
