@@ -166,7 +166,7 @@ var kindTable = []*kindInfo{
 		decode: decodeKube[corev1.Pod],
 		list: func(ctx context.Context, c *clients, ns string, o metav1.ListOptions) ([]object, string, error) {
 			if rc := c.coreREST(); rc != nil {
-				return listProtoPage(ctx, rc, "pods", ns, o, newProtoItem[corev1.Pod], &corev1.PodList{}, func(l runtime.Object) ([]object, string) {
+				return listProtoPage(ctx, rc, "pods", ns, o, newPodItem, &corev1.PodList{}, func(l runtime.Object) ([]object, string) {
 					pl := l.(*corev1.PodList)
 					return items(pl.Items), pl.Continue
 				})

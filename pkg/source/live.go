@@ -280,6 +280,9 @@ func (l *loader) run(ctx context.Context, c *clients, t *readTask) {
 }
 
 func (l *loader) addLiveObject(ki *kindInfo, o object) {
+	if p, ok := o.(*corev1.Pod); ok {
+		SlimPod(p)
+	}
 	o.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{Group: ki.group, Version: ki.versions[0], Kind: ki.kind})
 	ns := o.GetNamespace()
 	if ki.cluster {

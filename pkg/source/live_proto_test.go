@@ -50,9 +50,11 @@ func clientGoItems(t *testing.T, body []byte, into runtime.Object) []object {
 
 // TestProtoListsDecodeAsClientGo fills random Pods and Services (managedFields included),
 // encodes their lists as the API server does, and requires readProtoList, reading one byte at
-// a time, to give what client-go's decoder gives without managedFields.
+// a time, to give what client-go's decoder gives without managedFields, and for Pods without
+// what SlimPod clears.
 func TestProtoListsDecodeAsClientGo(t *testing.T) {
 	f := randfill.NewWithSeed(7).NilChance(0.2).NumElements(0, 3).MaxDepth(6)
+	slimmed := 0
 	for round := range 40 {
 		pods := &corev1.PodList{ListMeta: metav1.ListMeta{Continue: "next-page", ResourceVersion: "12"}}
 		for range 1 + round%5 {
@@ -74,11 +76,19 @@ func TestProtoListsDecodeAsClientGo(t *testing.T) {
 			newItem func() protoItem
 			cont    string
 		}{
-			{pods, &corev1.PodList{}, newProtoItem[corev1.Pod], "next-page"},
+			{pods, &corev1.PodList{}, newPodItem, "next-page"},
 			{&svcs, &corev1.ServiceList{}, newProtoItem[corev1.Service], ""},
 		} {
 			body := encodeProto(t, tc.list)
 			want := clientGoItems(t, body, tc.into)
+			for _, o := range want {
+				if p, ok := o.(*corev1.Pod); ok {
+					full := p.DeepCopy()
+					if SlimPod(p); !reflect.DeepEqual(p, full) {
+						slimmed++
+					}
+				}
+			}
 			br := bufio.NewReaderSize(iotest.OneByteReader(bytes.NewReader(body[len(protobufMagic):])), 16)
 			got, cont, err := readProtoList(br, tc.newItem)
 			if err != nil {
@@ -96,6 +106,10 @@ func TestProtoListsDecodeAsClientGo(t *testing.T) {
 				}
 			}
 		}
+	}
+	// The comparison says something about the fields left out only if some random Pods had some.
+	if slimmed < 20 {
+		t.Fatalf("only %d random Pods had fields that SlimPod clears", slimmed)
 	}
 }
 
@@ -115,12 +129,12 @@ func TestProtoListRejectsTruncatedBodies(t *testing.T) {
 	}
 	rawEnd := bytes.Index(body, u.Raw) + len(u.Raw)
 	for cut := 0; cut < rawEnd; cut += 1 + cut/50 {
-		_, _, err := readProtoList(bufio.NewReader(bytes.NewReader(body[:cut])), newProtoItem[corev1.Pod])
+		_, _, err := readProtoList(bufio.NewReader(bytes.NewReader(body[:cut])), newPodItem)
 		if err == nil {
 			t.Fatalf("a body cut at %d of %d bytes (the list ends at %d) decodes", cut, len(body), rawEnd)
 		}
 	}
-	if _, _, err := readProtoList(bufio.NewReader(bytes.NewReader(body)), newProtoItem[corev1.Pod]); err != nil {
+	if _, _, err := readProtoList(bufio.NewReader(bytes.NewReader(body)), newPodItem); err != nil {
 		t.Fatalf("the whole body: %v", err)
 	}
 }
