@@ -31,11 +31,48 @@ type routeDest struct {
 	host   string
 	subset string
 	port   uint32
-	field  string
+	field  routeField
 	owner  provenance.Ref
 	// sourceNamespaces are the sourceNamespace match conditions of the HTTP route (nil: none).
 	sourceNamespaces []string
 	http             bool
+}
+
+// routeField is where a destination sits in its VirtualService, spelled by String: kept as
+// indexes, since only the destinations a diagnostic or SubsetReferences names are spelled.
+type routeField struct {
+	kind routeFieldKind
+	i, j int32
+}
+
+type routeFieldKind uint8
+
+const (
+	fieldHTTPRoute routeFieldKind = iota
+	fieldHTTPMirror
+	fieldHTTPMirrors
+	fieldTCPRoute
+	fieldTLSRoute
+)
+
+// String is the destination's path: `spec.http[0].route[1].destination`.
+func (f routeField) String() string {
+	switch f.kind {
+	case fieldHTTPMirror:
+		return fmt.Sprintf("spec.http[%d].mirror", f.i)
+	case fieldHTTPMirrors:
+		return fmt.Sprintf("spec.http[%d].mirrors[%d].destination", f.i, f.j)
+	case fieldTCPRoute:
+		return fmt.Sprintf("spec.tcp[%d].route[%d].destination", f.i, f.j)
+	case fieldTLSRoute:
+		return fmt.Sprintf("spec.tls[%d].route[%d].destination", f.i, f.j)
+	}
+	return fmt.Sprintf("spec.http[%d].route[%d].destination", f.i, f.j)
+}
+
+// ref is the SubsetRef of d.
+func (d *routeDest) ref() SubsetRef {
+	return SubsetRef{VirtualService: d.owner, Field: d.field.String(), Subset: d.subset, Port: d.port}
 }
 
 type vsInfo struct {
@@ -115,7 +152,7 @@ func sourceNamespaces(ms []*networking.HTTPMatchRequest) []string {
 
 func vsDestinations(spec *networking.VirtualService, ns string, owner provenance.Ref, inherited []string) []routeDest {
 	var out []routeDest
-	add := func(d *networking.Destination, field string, src []string, http bool) {
+	add := func(d *networking.Destination, field routeField, src []string, http bool) {
 		if d == nil {
 			return
 		}
@@ -130,21 +167,21 @@ func vsDestinations(spec *networking.VirtualService, ns string, owner provenance
 			src = inherited
 		}
 		for j, r := range h.GetRoute() {
-			add(r.GetDestination(), fmt.Sprintf("spec.http[%d].route[%d].destination", i, j), src, true)
+			add(r.GetDestination(), routeField{fieldHTTPRoute, int32(i), int32(j)}, src, true)
 		}
-		add(h.GetMirror(), fmt.Sprintf("spec.http[%d].mirror", i), src, true)
+		add(h.GetMirror(), routeField{fieldHTTPMirror, int32(i), 0}, src, true)
 		for j, m := range h.GetMirrors() {
-			add(m.GetDestination(), fmt.Sprintf("spec.http[%d].mirrors[%d].destination", i, j), src, true)
+			add(m.GetDestination(), routeField{fieldHTTPMirrors, int32(i), int32(j)}, src, true)
 		}
 	}
 	for i, t := range spec.GetTcp() {
 		for j, r := range t.GetRoute() {
-			add(r.GetDestination(), fmt.Sprintf("spec.tcp[%d].route[%d].destination", i, j), nil, false)
+			add(r.GetDestination(), routeField{fieldTCPRoute, int32(i), int32(j)}, nil, false)
 		}
 	}
 	for i, t := range spec.GetTls() {
 		for j, r := range t.GetRoute() {
-			add(r.GetDestination(), fmt.Sprintf("spec.tls[%d].route[%d].destination", i, j), nil, false)
+			add(r.GetDestination(), routeField{fieldTLSRoute, int32(i), int32(j)}, nil, false)
 		}
 	}
 	return out
@@ -243,13 +280,21 @@ func (ix *Index) selectVirtualServices(configNamespace string, hosts map[string]
 // sidecar scope imports (http, tcp and tls routes and mirrors; HTTP routes whose
 // sourceNamespace matches exclude other namespaces), in precedence order.
 func (ix *Index) SubsetReferences(p *Proxy, hostname string) []SubsetRef {
-	return slices.Clone(ix.scopeFor(p).refs[hostname])
+	dests := ix.scopeFor(p).refs[hostname]
+	if dests == nil {
+		return nil
+	}
+	out := make([]SubsetRef, len(dests))
+	for i, d := range dests {
+		out[i] = d.ref()
+	}
+	return out
 }
 
 // subsetReferences groups the destinations of the VirtualServices of sc by host, each in
 // precedence order: listener by listener, a VirtualService once.
-func subsetReferences(sc *sidecarScope) map[string][]SubsetRef {
-	out := map[string][]SubsetRef{}
+func subsetReferences(sc *sidecarScope) map[string][]*routeDest {
+	out := map[string][]*routeDest{}
 	seen := map[provenance.Ref]bool{}
 	for _, l := range sc.listeners {
 		for _, v := range l.vss {
@@ -257,11 +302,10 @@ func subsetReferences(sc *sidecarScope) map[string][]SubsetRef {
 				continue
 			}
 			seen[v.ref] = true
-			for _, d := range v.dests {
-				if !d.appliesTo(sc.namespace) {
-					continue
+			for i := range v.dests {
+				if d := &v.dests[i]; d.appliesTo(sc.namespace) {
+					out[d.host] = append(out[d.host], d)
 				}
-				out[d.host] = append(out[d.host], SubsetRef{VirtualService: d.owner, Field: d.field, Subset: d.subset, Port: d.port})
 			}
 		}
 	}
@@ -276,7 +320,7 @@ func (ix *Index) RouteDiagnostics(p *Proxy, svc *Service, sel Selection) []expla
 	if svc == nil {
 		return nil
 	}
-	refs := ix.scopeFor(p).refs[svc.Hostname]
+	dests := ix.scopeFor(p).refs[svc.Hostname]
 	defined := map[string]int{}
 	if sel.Rule != nil {
 		for i, s := range sel.Rule.Spec.GetSubsets() {
@@ -285,14 +329,15 @@ func (ix *Index) RouteDiagnostics(p *Proxy, svc *Service, sel Selection) []expla
 	}
 	var out []explain.Diagnostic
 	used := map[string]bool{}
-	for _, r := range refs {
-		if r.Subset == "" {
+	for _, d := range dests {
+		if d.subset == "" {
 			continue
 		}
-		used[r.Subset] = true
-		if _, ok := defined[r.Subset]; ok {
+		used[d.subset] = true
+		if _, ok := defined[d.subset]; ok {
 			continue
 		}
+		r := d.ref()
 		resources := []provenance.Ref{r.VirtualService}
 		msg := fmt.Sprintf("%s %s routes to subset %q of %s, but ", r.VirtualService, r.Field, r.Subset, svc.Hostname)
 		var fix string

@@ -43,6 +43,7 @@ func TestSubsetReferences(t *testing.T) {
 			want: []SubsetRef{
 				{VirtualService: vsref("bookinfo", "reviews"), Field: "spec.http[0].route[0].destination", Subset: "v1", Port: 9080},
 				{VirtualService: vsref("bookinfo", "reviews"), Field: "spec.http[1].mirror", Subset: "mirror"},
+				{VirtualService: vsref("bookinfo", "reviews"), Field: "spec.http[1].mirrors[1].destination", Subset: "mirrors"},
 				{VirtualService: vsref("bookinfo", "reviews"), Field: "spec.tcp[0].route[0].destination", Subset: "v2"},
 				{VirtualService: vsref("bookinfo", "reviews"), Field: "spec.tls[0].route[0].destination", Subset: "v3"},
 			},
@@ -157,7 +158,8 @@ func TestRouteDiagnostics(t *testing.T) {
 
 func withTLSAndMirror(host string) vsOpt {
 	return func(v *networkingv1.VirtualService) {
-		v.Spec.Http = append(v.Spec.Http, &networking.HTTPRoute{Mirror: &networking.Destination{Host: host, Subset: "mirror"}})
+		v.Spec.Http = append(v.Spec.Http, &networking.HTTPRoute{Mirror: &networking.Destination{Host: host, Subset: "mirror"},
+			Mirrors: []*networking.HTTPMirrorPolicy{{}, {Destination: &networking.Destination{Host: host, Subset: "mirrors"}}}})
 		v.Spec.Tls = append(v.Spec.Tls, &networking.TLSRoute{Route: []*networking.RouteDestination{{Destination: &networking.Destination{Host: host, Subset: "v3"}}}})
 	}
 }

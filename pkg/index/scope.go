@@ -259,7 +259,7 @@ type sidecarScope struct {
 	byHost    map[string]int
 	how       map[string]*importInfo
 	// refs are the route destinations of the imported VirtualServices by host (SubsetReferences).
-	refs map[string][]SubsetRef
+	refs map[string][]*routeDest
 }
 
 // sidecarFor is PushContext.doGetSidecarScope for a sidecar proxy: in the proxy's namespace, the
