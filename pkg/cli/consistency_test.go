@@ -30,6 +30,21 @@ func runWithLoad(t *testing.T, load LoadFunc, args ...string) result {
 	return result{code: code, stdout: out.String(), stderr: errOut.String()}
 }
 
+// explainsTheSame runs cmd as a subtest against the cluster load(dir, nil) gives, objects read
+// whole, and against the one load(dir, altered) gives, some objects read as a live read gives
+// them (load counts them in altered): stdout, stderr and the exit code must be the same. how
+// says how the altered objects are read, for the failure message.
+func explainsTheSame(t *testing.T, name, dir string, cmd []string, load func(dir string, altered *int) LoadFunc, altered *int, how string) {
+	t.Helper()
+	t.Run(name, func(t *testing.T) {
+		want := runWithLoad(t, load(dir, nil), cmd...)
+		got := runWithLoad(t, load(dir, altered), cmd...)
+		if got != want {
+			t.Errorf("kubectl mesh-explain %s: with %s:\n%+v\nwith every object whole:\n%+v", strings.Join(cmd, " "), how, got, want)
+		}
+	})
+}
+
 // deniedCluster is a cluster holding the objects of a scenario folder that refuses to list the
 // given kinds, as source.Load reports it: the kind is incomplete, with a warning issue.
 func deniedCluster(dir string, denied map[string]string) LoadFunc {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -64,14 +63,8 @@ func TestPartialRulesExplainTheSame(t *testing.T) {
 			for _, format := range []string{"table", "json", "envoy"} {
 				cmd := append([]string{args[0], host}, args[2:]...)
 				cmd = append(cmd, "-o", format)
-				t.Run(filepath.Base(dir)+"/"+host+"/"+format, func(t *testing.T) {
-					want := runWithLoad(t, filesAsCluster(dir, nil), cmd...)
-					got := runWithLoad(t, filesAsCluster(dir, &partial), cmd...)
-					if got != want {
-						t.Errorf("kubectl mesh-explain %s: with the rules that cannot apply in part:\n%s\nwith every rule in full:\n%s",
-							strings.Join(cmd, " "), got, want)
-					}
-				})
+				explainsTheSame(t, filepath.Base(dir)+"/"+host+"/"+format, dir, cmd, filesAsCluster, &partial,
+					"the rules that cannot apply in part")
 				runs++
 			}
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
@@ -42,14 +41,8 @@ func TestSlimPodsExplainTheSame(t *testing.T) {
 			args := scenarioArgs(t, dir)
 			for _, format := range []string{"table", "json", kind.machine} {
 				cmd := append(append([]string{}, args...), "-o", format)
-				t.Run(kind.dir+"/"+filepath.Base(dir)+"/"+format, func(t *testing.T) {
-					want := runWithLoad(t, slimPodsCluster(dir, nil), cmd...)
-					got := runWithLoad(t, slimPodsCluster(dir, &slimmed), cmd...)
-					if got != want {
-						t.Errorf("kubectl mesh-explain %s: with Pods as a live read gives them:\n%+v\nwith whole Pods:\n%+v",
-							strings.Join(cmd, " "), got, want)
-					}
-				})
+				explainsTheSame(t, kind.dir+"/"+filepath.Base(dir)+"/"+format, dir, cmd, slimPodsCluster, &slimmed,
+					"Pods as a live read gives them")
 				runs++
 			}
 		}
