@@ -181,7 +181,7 @@ func unmarshalItem(b []byte, it protoItem) error {
 		switch num {
 		case objectMetaField:
 			decode = func(meta []byte) error {
-				return unmarshalRuns(meta, dropFields(managedFieldsField), it.meta.Unmarshal)
+				return unmarshalRuns(meta, skipManagedFields, it.meta.Unmarshal)
 			}
 		case objectSpecField:
 			decode = it.spec
@@ -232,6 +232,13 @@ var (
 	podStatusDropped = []protowire.Number{2, 8, 10, 13, 15}
 )
 
+// The skips of unmarshalRuns for the fields above, made once rather than per item.
+var (
+	skipManagedFields    = dropFields(managedFieldsField)
+	skipContainerDropped = dropFields(containerDropped...)
+	skipPodStatusDropped = dropFields(podStatusDropped...)
+)
+
 // PodSpec containers (2) and initContainers (20).
 const (
 	podSpecContainersField     = 2
@@ -246,7 +253,7 @@ func newPodItem() protoItem {
 		o: p, all: p, meta: &p.ObjectMeta,
 		spec: func(b []byte) error { return unmarshalPodSpec(b, &p.Spec) },
 		status: func(b []byte) error {
-			return unmarshalRuns(b, dropFields(podStatusDropped...), p.Status.Unmarshal)
+			return unmarshalRuns(b, skipPodStatusDropped, p.Status.Unmarshal)
 		},
 	}
 }
@@ -270,7 +277,7 @@ func unmarshalPodSpec(b []byte, spec *corev1.PodSpec) error {
 		}
 		*list = append(*list, corev1.Container{})
 		c := &(*list)[len(*list)-1]
-		return true, unmarshalRuns(v, dropFields(containerDropped...), c.Unmarshal)
+		return true, unmarshalRuns(v, skipContainerDropped, c.Unmarshal)
 	}, spec.Unmarshal)
 }
 
