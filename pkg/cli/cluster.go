@@ -171,6 +171,7 @@ func (o *ClusterOptions) Complete(cmd *cobra.Command, args []string) error {
 	}
 	o.spec = o.sourceSpec(ns)
 	o.spec.DestinationRuleInFull = rulesInFull(o.query)
+	o.spec.VirtualServiceNeeded = virtualServicesNeeded(o.query)
 	o.plan = newClusterPlan(o.query, firstNonEmpty(root, o.IstioNamespace))
 	o.plan.rootKnown = root != ""
 	o.plan.allDestinationRules = o.AllNamespaces
@@ -510,6 +511,13 @@ func rulesInFull(q envoycluster.Query) func(namespace, host string) bool {
 	return func(namespace, host string) bool {
 		return index.RuleMayApply(q.Host, q.Namespace, host, namespace)
 	}
+}
+
+// virtualServicesNeeded is source.Spec.VirtualServiceNeeded for the host q explains: a live
+// VirtualService that has no route destination for the host (index.VirtualServiceMayMatter)
+// changes nothing in its explanation, and is left out undecoded.
+func virtualServicesNeeded(q envoycluster.Query) func(listed []byte) bool {
+	return func(listed []byte) bool { return index.VirtualServiceMayMatter(q.Host, listed) }
 }
 
 // hostMatches reports whether the ServiceEntry host h defines host: the same name, or a

@@ -1,6 +1,7 @@
 package index
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"slices"
@@ -414,4 +415,55 @@ func (ix *Index) rulesDefiningSubset(host, subset string, sel Selection) []prove
 		}
 	}
 	return out
+}
+
+// VirtualServiceMayMatter reports, from the JSON of a VirtualService as a list returns it
+// (the whole object), whether the VirtualService can change what the cluster command explains
+// for host: the index reads a VirtualService for a host only through its route destinations
+// that resolve to the host's Service (the subsets they route to, D9 and D10, and the host
+// imported into a client's scope, with the destination's ports). A destination names a hostname
+// by its first label (a short name, `name.ns`, the full name) or is the hostname itself when
+// that is a wildcard, and a root VirtualService takes in its delegates' destinations. So a
+// VirtualService whose JSON holds neither the first label of host (in any case), nor `*`,
+// nor a `delegate`, has no destination for the host, and false means it can be left out.
+func VirtualServiceMayMatter(host string, listed []byte) bool {
+	h := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(host)), ".")
+	first, _, _ := strings.Cut(h, ".")
+	return first == "" || containsFold(listed, first) || bytes.IndexByte(listed, '*') >= 0 || bytes.Contains(listed, []byte(`"delegate"`))
+}
+
+// containsFold reports whether s holds sub (lower-case ASCII) in any ASCII case.
+func containsFold(s []byte, sub string) bool {
+	n := len(s) - len(sub) + 1
+	if n <= 0 {
+		return false
+	}
+	want := []byte(sub)
+	lower, upper := sub[0], sub[0]
+	if 'a' <= lower && lower <= 'z' {
+		upper = lower - 'a' + 'A'
+	}
+	// next is the first place at or after from where c starts a candidate (n: none).
+	next := func(c byte, from int) int {
+		if j := bytes.IndexByte(s[from:n], c); j >= 0 {
+			return from + j
+		}
+		return n
+	}
+	l, u := next(lower, 0), n
+	if upper != lower {
+		u = next(upper, 0)
+	}
+	for l < n || u < n {
+		i := min(l, u)
+		if bytes.EqualFold(s[i:i+len(want)], want) {
+			return true
+		}
+		if i == l {
+			l = next(lower, i+1)
+		} else {
+			u = next(upper, i+1)
+		}
+	}
+	return false
 }

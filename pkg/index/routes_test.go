@@ -1,6 +1,8 @@
 package index
 
 import (
+	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -179,5 +181,42 @@ func fromNamespace(ns string) vsOpt {
 func delegateTo(name, ns string) vsOpt {
 	return func(v *networkingv1.VirtualService) {
 		v.Spec.Http = append(v.Spec.Http, &networking.HTTPRoute{Delegate: &networking.Delegate{Name: name, Namespace: ns}})
+	}
+}
+
+func TestVirtualServiceMayMatter(t *testing.T) {
+	for _, tc := range []struct {
+		host, listed string
+		want         bool
+	}{
+		{"reviews.bookinfo.svc.cluster.local", `{"spec":{"http":[{"route":[{"destination":{"host":"reviews"}}]}]}}`, true},
+		{"reviews", `{"spec":{"http":[{"route":[{"destination":{"host":"REVIEWS.bookinfo"}}]}]}}`, true},
+		{"Reviews.Bookinfo.", `{"spec":{"tcp":[{"route":[{"destination":{"host":"reviews.bookinfo.svc.cluster.local"}}]}]}}`, true},
+		{"reviews", `{"spec":{"http":[{"route":[{"destination":{"host":"ratings"}}]}]}}`, false},
+		{"a.example.com", `{"spec":{"http":[{"route":[{"destination":{"host":"*.example.com"}}]}]}}`, true},
+		{"reviews", `{"spec":{"hosts":["x"],"http":[{"delegate":{"name":"d"}}]}}`, true},
+		{"", `{}`, true},
+	} {
+		if got := VirtualServiceMayMatter(tc.host, []byte(tc.listed)); got != tc.want {
+			t.Errorf("VirtualServiceMayMatter(%q, %s) = %v, want %v", tc.host, tc.listed, got, tc.want)
+		}
+	}
+}
+
+func TestContainsFold(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 5))
+	letters := "aAbB-.*"
+	word := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = letters[r.IntN(len(letters))]
+		}
+		return string(b)
+	}
+	for range 20000 {
+		s, sub := word(r.IntN(12)), strings.ToLower(word(1+r.IntN(3)))
+		if got, want := containsFold([]byte(s), sub), strings.Contains(strings.ToLower(s), sub); got != want {
+			t.Fatalf("containsFold(%q, %q) = %v, want %v", s, sub, got, want)
+		}
 	}
 }

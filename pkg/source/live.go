@@ -40,8 +40,9 @@ type clients struct {
 	// user is the user name the kubeconfig names, if any, for forbidden messages.
 	user     string
 	warnings *warningCollector
-	// ruleInFull is Spec.DestinationRuleInFull of the load.
+	// ruleInFull is Spec.DestinationRuleInFull of the load, vsNeeded its VirtualServiceNeeded.
 	ruleInFull func(namespace, host string) bool
+	vsNeeded   func(listed []byte) bool
 }
 
 // newClients builds the clientsets from the kubeconfig the getter resolves (--kubeconfig,

@@ -65,6 +65,15 @@ func decodeVirtualService(_ *kindInfo, env *liveEnvelope[lightVirtualService]) (
 	return x, nil
 }
 
+// decodeNeededVirtualService is decodeLive for a listed VirtualService that needed
+// (Spec.VirtualServiceNeeded) keeps, and nil for one it leaves out.
+func decodeNeededVirtualService(ki *kindInfo, listed []byte, needed func(listed []byte) bool) (object, error) {
+	if !needed(listed) {
+		return nil, nil
+	}
+	return decodeLive(ki, listed)
+}
+
 // decodeEnvelope is decodeLive for an object of another kind whose envelope is already read.
 func decodeEnvelope(ki *kindInfo, env *liveEnvelope[json.RawMessage]) (object, error) {
 	if ki.fresh == nil || ki.kind == KindVirtualService {

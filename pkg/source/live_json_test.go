@@ -156,7 +156,7 @@ func TestPageJSONDecodesAsEncodingJSON(t *testing.T) {
 	g := &randomJSON{r: rand.New(rand.NewPCG(1, 2))}
 	for round := range 300 {
 		vsPage := g.page(1+g.r.IntN(4), g.virtualService)
-		var want, got rawPage[lightVirtualService]
+		var want, got rawPage[liveEnvelope[lightVirtualService]]
 		if err := json.Unmarshal(vsPage, &want); err != nil {
 			t.Fatalf("round %d: encoding/json: %v\n%s", round, err, vsPage)
 		}
@@ -167,13 +167,35 @@ func TestPageJSONDecodesAsEncodingJSON(t *testing.T) {
 			t.Fatalf("round %d: pageJSON decoded\n%+v\nencoding/json\n%+v\nfrom %s", round, got, want, vsPage)
 		}
 		// fetchPage decodes as it reads, through a buffer it overwrites: one byte at a time here.
-		var streamed rawPage[lightVirtualService]
+		var streamed rawPage[liveEnvelope[lightVirtualService]]
 		if err := decodePage(iotest.OneByteReader(bytes.NewReader(vsPage)), &streamed); err != nil || !reflect.DeepEqual(streamed, want) {
 			t.Fatalf("round %d: decodePage (%v) decoded\n%+v\nencoding/json\n%+v", round, err, streamed, want)
 		}
+		// The same page read as whole items (Spec.VirtualServiceNeeded reads them undecoded),
+		// written compactly and indented.
+		var wantItems rawPage[json.RawMessage]
+		if err := json.Unmarshal(vsPage, &wantItems); err != nil {
+			t.Fatalf("round %d: encoding/json: %v\n%s", round, err, vsPage)
+		}
+		var indented bytes.Buffer
+		if err := json.Indent(&indented, vsPage, " ", "\t"); err != nil {
+			t.Fatal(err)
+		}
+		for _, page := range [][]byte{vsPage, indented.Bytes()} {
+			cont, items, err := readItemPage(iotest.OneByteReader(bytes.NewReader(page)))
+			if err != nil || cont != wantItems.Metadata.Continue || len(items) != len(wantItems.Items) {
+				t.Fatalf("round %d: readItemPage: %v, continue %q, %d items; encoding/json %+v", round, err, cont, len(items), wantItems)
+			}
+			for i := range items {
+				var got, want bytes.Buffer
+				if json.Compact(&got, items[i]) != nil || json.Compact(&want, wantItems.Items[i]) != nil || got.String() != want.String() {
+					t.Fatalf("round %d: readItemPage item %d\n%s\nencoding/json\n%s", round, i, items[i], wantItems.Items[i])
+				}
+			}
+		}
 
 		drPage := g.page(1+g.r.IntN(4), g.destinationRule)
-		var wantRaw, gotRaw rawPage[json.RawMessage]
+		var wantRaw, gotRaw rawPage[liveEnvelope[json.RawMessage]]
 		if err := json.Unmarshal(drPage, &wantRaw); err != nil {
 			t.Fatalf("round %d: encoding/json: %v\n%s", round, err, drPage)
 		}
@@ -183,7 +205,7 @@ func TestPageJSONDecodesAsEncodingJSON(t *testing.T) {
 		if !reflect.DeepEqual(gotRaw, wantRaw) {
 			t.Fatalf("round %d: pageJSON decoded\n%+v\nencoding/json\n%+v", round, gotRaw, wantRaw)
 		}
-		var streamedRaw rawPage[json.RawMessage]
+		var streamedRaw rawPage[liveEnvelope[json.RawMessage]]
 		if err := decodePage(iotest.OneByteReader(bytes.NewReader(drPage)), &streamedRaw); err != nil || !reflect.DeepEqual(streamedRaw, wantRaw) {
 			t.Fatalf("round %d: decodePage (%v) decoded\n%+v\nencoding/json\n%+v", round, err, streamedRaw, wantRaw)
 		}
@@ -202,7 +224,7 @@ func TestPageJSONDecodesAsEncodingJSON(t *testing.T) {
 
 func TestDecodePageRejectsWhatUnmarshalRejects(t *testing.T) {
 	page := `{"metadata":{"continue":"x"},"items":[{"metadata":{"name":"a","namespace":"n"},"spec":{"hosts":["h"]}}]}`
-	var p rawPage[json.RawMessage]
+	var p rawPage[liveEnvelope[json.RawMessage]]
 	if err := decodePage(strings.NewReader(page+"\n"), &p); err != nil || p.Metadata.Continue != "x" || len(p.Items) != 1 || string(p.Items[0].Spec) != `{"hosts":["h"]}` {
 		t.Fatalf("a whole page: %v, %+v", err, p)
 	}
@@ -213,11 +235,42 @@ func TestDecodePageRejectsWhatUnmarshalRejects(t *testing.T) {
 		`{"items":[}`,         // malformed
 		``,                    // empty
 	} {
-		var q rawPage[json.RawMessage]
+		var q rawPage[liveEnvelope[json.RawMessage]]
 		uerr := pageJSON.Unmarshal([]byte(bad), &q)
 		derr := decodePage(strings.NewReader(bad), &q)
 		if uerr == nil || derr == nil {
 			t.Errorf("%q: Unmarshal error %v, decodePage error %v; want both to fail", bad, uerr, derr)
+		}
+	}
+}
+
+// TestReadItemPageRejectsBrokenPages: a page cut anywhere, or with a bracket, quote, comma or
+// colon out of place, is an error, never items.
+func TestReadItemPageRejectsBrokenPages(t *testing.T) {
+	page := `{"kind":"VirtualServiceList","metadata":{"continue":"x\"y"},"items":[` +
+		`{"metadata":{"name":"a\\"},"spec":{"hosts":["h"],"http":[{"route":[{"destination":{"host":"h","port":{"number":80}},"weight":1.5e1}]}],"x":[true,false,null,[],{}]}},` +
+		`{"metadata":{"name":"b"},"spec":{}}]}`
+	cont, items, err := readItemPage(strings.NewReader(page + "\n"))
+	if err != nil || cont != `x"y` || len(items) != 2 || !strings.HasPrefix(string(items[0]), `{"metadata":{"name":"a\\"}`) || string(items[1]) != `{"metadata":{"name":"b"},"spec":{}}` {
+		t.Fatalf("a whole page: %v, %q, %q", err, cont, items)
+	}
+	for n := range len(page) {
+		if _, items, err := readItemPage(strings.NewReader(page[:n])); err == nil {
+			t.Fatalf("page cut at %d (%q) read as %q", n, page[:n], items)
+		}
+	}
+	for _, bad := range []string{
+		page + `{}`,
+		strings.Replace(page, `"spec":{}}`, `"spec":{]}`, 1),
+		strings.Replace(page, `[true,`, `[true,,`, 1),
+		strings.Replace(page, `"hosts":`, `"hosts",`, 1),
+		strings.Replace(page, `{"name":"b"}`, `{"name" "b"}`, 1),
+		strings.Replace(page, `[{"route"`, `[{route"`, 1),
+		strings.Replace(page, `"items":[`, `"items":{`, 1),
+		`[]`, ``,
+	} {
+		if _, items, err := readItemPage(strings.NewReader(bad)); err == nil {
+			t.Errorf("%s read as %q", bad, items)
 		}
 	}
 }

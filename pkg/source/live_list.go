@@ -19,7 +19,7 @@ import (
 func listAll(ctx context.Context, c *clients, ki *kindInfo, ns string) ([]object, error) {
 	if ki.istio {
 		if rc := c.istioREST(ki); rc != nil {
-			return listRaw(ctx, rc, ki, ns, c.ruleInFull)
+			return listRaw(ctx, rc, ki, ns, c.ruleInFull, c.vsNeeded)
 		}
 	}
 	opts := metav1.ListOptions{Limit: pageSize}
@@ -65,18 +65,19 @@ func (c *clients) istioREST(ki *kindInfo) rest.Interface {
 	return rc
 }
 
-// rawPage is one page of a list, read in one pass: each item's metadata decoded and its spec
-// read into S (the undecoded JSON, or a VirtualService's lightVirtualService).
-type rawPage[S any] struct {
+// rawPage is one page of a list, read in one pass, each item read into I: a liveEnvelope
+// (metadata decoded, the spec undecoded JSON or a VirtualService's lightVirtualService), or the
+// item's undecoded JSON.
+type rawPage[I any] struct {
 	Metadata struct {
 		Continue string `json:"continue,omitempty"`
 	} `json:"metadata"`
-	Items []liveEnvelope[S] `json:"items"`
+	Items []I `json:"items"`
 }
 
 // fetchPage issues the request the Istio clientset's List issues (same path, query and Accept
 // header) and reads the body into a rawPage.
-func fetchPage[S any](ctx context.Context, rc rest.Interface, ki *kindInfo, ns string, opts metav1.ListOptions) (*rawPage[S], error) {
+func fetchPage[I any](ctx context.Context, rc rest.Interface, ki *kindInfo, ns string, opts metav1.ListOptions) (*rawPage[I], error) {
 	// Stream, not Do: Do reads the whole body with io.ReadAll, which grows a new buffer for
 	// every page, before decoding it; a failure's Status body becomes the same API error either
 	// way (forbidden with the server's message, expired), as the clientset's Into reports it.
@@ -89,7 +90,15 @@ func fetchPage[S any](ctx context.Context, rc rest.Interface, ki *kindInfo, ns s
 		return nil, err
 	}
 	defer body.Close()
-	p := &rawPage[S]{}
+	p := &rawPage[I]{}
+	if items, ok := any(&p.Items).(*[]json.RawMessage); ok {
+		// Whole items, left undecoded: split by their structure, not decoded key by key.
+		var err error
+		if p.Metadata.Continue, *items, err = readItemPage(body); err != nil {
+			return nil, fmt.Errorf("decoding the list of %s: %w", ki.qualifiedResource(), err)
+		}
+		return p, nil
+	}
 	if err := decodePage(body, p); err != nil {
 		return nil, fmt.Errorf("decoding the list of %s: %w", ki.qualifiedResource(), err)
 	}
@@ -110,15 +119,19 @@ func decodePage(r io.Reader, v any) error {
 	return nil
 }
 
-type pageResult[S any] struct {
-	page *rawPage[S]
+type pageResult[I any] struct {
+	page *rawPage[I]
 	err  error
 }
 
 // listRaw reads every page of an Istio kind, decoding each page while the next is in flight.
-// ruleInFull is Spec.DestinationRuleInFull.
-func listRaw(ctx context.Context, rc rest.Interface, ki *kindInfo, ns string, ruleInFull func(namespace, host string) bool) ([]object, error) {
+// ruleInFull is Spec.DestinationRuleInFull, vsNeeded Spec.VirtualServiceNeeded.
+func listRaw(ctx context.Context, rc rest.Interface, ki *kindInfo, ns string, ruleInFull func(namespace, host string) bool, vsNeeded func(listed []byte) bool) ([]object, error) {
 	switch {
+	case ki.kind == KindVirtualService && vsNeeded != nil:
+		return listPages(ctx, rc, ki, ns, func(ki *kindInfo, item *json.RawMessage) (object, error) {
+			return decodeNeededVirtualService(ki, *item, vsNeeded)
+		})
 	case ki.kind == KindVirtualService:
 		return listPages(ctx, rc, ki, ns, decodeVirtualService)
 	case ki.kind == KindDestinationRule && ruleInFull != nil:
@@ -129,26 +142,28 @@ func listRaw(ctx context.Context, rc rest.Interface, ki *kindInfo, ns string, ru
 	return listPages(ctx, rc, ki, ns, decodeEnvelope)
 }
 
-func listPages[S any](ctx context.Context, rc rest.Interface, ki *kindInfo, ns string, decode func(*kindInfo, *liveEnvelope[S]) (object, error)) ([]object, error) {
+// listPages reads every page of a list, decoding each item with decode; an item decode
+// returns nil for is left out.
+func listPages[I any](ctx context.Context, rc rest.Interface, ki *kindInfo, ns string, decode func(*kindInfo, *I) (object, error)) ([]object, error) {
 	opts := metav1.ListOptions{Limit: pageSize}
 	var out []object
-	page, err := fetchPage[S](ctx, rc, ki, ns, opts)
+	page, err := fetchPage[I](ctx, rc, ki, ns, opts)
 	for {
 		if err != nil {
 			if apierrors.IsResourceExpired(err) && opts.Continue != "" {
 				opts, out = metav1.ListOptions{}, nil
-				page, err = fetchPage[S](ctx, rc, ki, ns, opts)
+				page, err = fetchPage[I](ctx, rc, ki, ns, opts)
 				continue
 			}
 			return nil, err
 		}
-		var next chan pageResult[S]
+		var next chan pageResult[I]
 		if cont := page.Metadata.Continue; cont != "" {
 			opts.Continue = cont
-			next = make(chan pageResult[S], 1)
+			next = make(chan pageResult[I], 1)
 			go func(opts metav1.ListOptions) {
-				p, err := fetchPage[S](ctx, rc, ki, ns, opts)
-				next <- pageResult[S]{p, err}
+				p, err := fetchPage[I](ctx, rc, ki, ns, opts)
+				next <- pageResult[I]{p, err}
 			}(opts)
 		}
 		for i := range page.Items {
@@ -159,7 +174,9 @@ func listPages[S any](ctx context.Context, rc rest.Interface, ki *kindInfo, ns s
 				}
 				return nil, err
 			}
-			out = append(out, o)
+			if o != nil {
+				out = append(out, o)
+			}
 		}
 		if next == nil {
 			return out, nil

@@ -230,16 +230,25 @@ func (s *fakeIstioServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		limit = s.n
 	}
 	end := min(start+limit, s.n)
+	kind := KindDestinationRule
+	if strings.Split(r.URL.Path, "/")[6] == "virtualservices" {
+		kind = KindVirtualService
+	}
 	var items []string
 	for i := start; i < end; i++ {
-		items = append(items, listedObject("networking.istio.io/v1", KindDestinationRule, ns, fmt.Sprintf("dr-%04d", i), `{"host":"h"}`))
+		if kind == KindVirtualService {
+			spec := fmt.Sprintf(`{"hosts":["h-%04d"],"http":[{"route":[{"destination":{"host":"h-%04d","subset":"v1"}}]}]}`, i, i)
+			items = append(items, listedObject("networking.istio.io/v1", kind, ns, fmt.Sprintf("vs-%04d", i), spec))
+			continue
+		}
+		items = append(items, listedObject("networking.istio.io/v1", kind, ns, fmt.Sprintf("dr-%04d", i), `{"host":"h"}`))
 	}
 	cont := ""
 	if end < s.n {
 		cont = fmt.Sprint(end)
 	}
-	fmt.Fprintf(w, `{"apiVersion":"networking.istio.io/v1","items":[%s],"kind":"DestinationRuleList","metadata":{"continue":%q,"resourceVersion":"9"}}`,
-		strings.Join(items, ","), cont)
+	fmt.Fprintf(w, `{"apiVersion":"networking.istio.io/v1","items":[%s],"kind":"%sList","metadata":{"continue":%q,"resourceVersion":"9"}}`,
+		strings.Join(items, ","), kind, cont)
 }
 
 func rawClients(t *testing.T, s *fakeIstioServer) *clients {
@@ -383,5 +392,49 @@ func TestListRawDecodesInFullOnlyWhatSpecAsks(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"bookinfo/h", "bookinfo/h", "bookinfo/h"}, asked); diff != "" {
 		t.Errorf("Spec.DestinationRuleInFull asked (-want +got):\n%s", diff)
+	}
+}
+
+// TestListRawLeavesOutWhatSpecDoesNotNeed: with Spec.VirtualServiceNeeded, every listed
+// VirtualService, of every page, is offered to it whole as the list holds it, and only those it
+// keeps are decoded; without it every one is.
+func TestListRawLeavesOutWhatSpecDoesNotNeed(t *testing.T) {
+	reads := []Read{{Kind: KindVirtualService, Namespaces: []string{"bookinfo"}}}
+	var offered int
+	needed := func(listed []byte) bool {
+		offered++
+		if !strings.HasPrefix(string(listed), `{"apiVersion":"networking.istio.io/v1","kind":"VirtualService","metadata":{"name":"vs-`) ||
+			!strings.HasSuffix(string(listed), `"status":{"conditions":[{"type":"Reconciled"}]}}`) {
+			t.Errorf("offered %s, want the whole listed object", listed)
+		}
+		return strings.Contains(string(listed), `"host":"h-0007"`) || strings.Contains(string(listed), `"host":"h-0612"`)
+	}
+	snap, err := load(t.Context(), Spec{Reads: reads, VirtualServiceNeeded: needed}, rawClients(t, &fakeIstioServer{n: 700}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if offered != 700 {
+		t.Errorf("%d VirtualServices offered, want 700", offered)
+	}
+	var names []string
+	for _, vs := range snap.VirtualServices {
+		names = append(names, vs.Name)
+	}
+	if diff := cmp.Diff([]string{"vs-0007", "vs-0612"}, names); diff != "" {
+		t.Fatalf("VirtualServices kept (-want +got):\n%s", diff)
+	}
+	vs := snap.VirtualServices[1]
+	want := &networking.VirtualService{Hosts: []string{"h-0612"}, Http: []*networking.HTTPRoute{{Route: []*networking.HTTPRouteDestination{
+		{Destination: &networking.Destination{Host: "h-0612", Subset: "v1"}}}}}}
+	if !proto.Equal(&vs.Spec, want) || vs.Namespace != "bookinfo" || vs.Kind != KindVirtualService || vs.ManagedFields != nil || vs.CreationTimestamp.IsZero() {
+		t.Errorf("kept VirtualService = %+v %+v %v", vs.TypeMeta, vs.ObjectMeta, &vs.Spec)
+	}
+
+	all, err := load(t.Context(), Spec{Reads: reads}, rawClients(t, &fakeIstioServer{n: 700}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all.VirtualServices) != 700 || !proto.Equal(&all.VirtualServices[612].Spec, want) {
+		t.Errorf("without VirtualServiceNeeded: %d VirtualServices", len(all.VirtualServices))
 	}
 }

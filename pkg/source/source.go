@@ -57,6 +57,11 @@ type Spec struct {
 	// lookup reads (host, exportTo, workloadSelector) and nothing else, and so are not checked
 	// further. Nil decodes every rule in full; rules from Files are always decoded in full.
 	DestinationRuleInFull func(namespace, host string) bool
+	// VirtualServiceNeeded, when set, says from a live VirtualService's JSON, the whole object
+	// as the list returns it, whether the answer can depend on it; the others are left out of
+	// the snapshot without being decoded. Nil keeps every VirtualService; those from Files are
+	// always kept.
+	VirtualServiceNeeded func(listed []byte) bool
 	// Cache, when set, keeps what is read of Files across the loads that share it, so that
 	// loading the same files again (a corrected plan, a second read phase) neither reads nor
 	// parses them again. Nil reads every file afresh.
@@ -117,7 +122,7 @@ func load(ctx context.Context, s Spec, c *clients) (*model.Snapshot, error) {
 	}
 	l := newLoader(s)
 	if live {
-		c.ruleInFull = s.DestinationRuleInFull
+		c.ruleInFull, c.vsNeeded = s.DestinationRuleInFull, s.VirtualServiceNeeded
 		if err := l.readLive(ctx, c); err != nil {
 			return nil, err
 		}
