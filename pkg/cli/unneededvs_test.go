@@ -163,6 +163,19 @@ func randomRoutedMesh(r *rand.Rand) string {
 		}
 		return out
 	}
+	if r.IntN(2) == 0 {
+		// Routes from the client's namespace to reviews: with the Sidecar importing ./* only,
+		// they import reviews.
+		doc("apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata:\n  name: web-routes\n  namespace: frontend\nspec:\n  hosts:\n  - web\n"+
+			"  http:\n  - route:\n    - destination:\n        host: %s\n        port:\n          number: 9080\n", pick("reviews.bookinfo", "reviews.bookinfo.svc.cluster.local"))
+	}
+	if r.IntN(2) == 0 {
+		// A root whose own JSON does not name reviews, delegating to routes that do.
+		doc("apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata:\n  name: root-routes\n  namespace: bookinfo\nspec:\n  hosts:\n  - ratings\n" +
+			"  http:\n  - delegate:\n      name: sub-routes\n      namespace: team\n")
+		doc("apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata:\n  name: sub-routes\n  namespace: team\nspec:\n"+
+			"  http:\n  - route:\n    - destination:\n        host: reviews.bookinfo.svc.cluster.local\n        subset: %s\n", pick("v1", "v9"))
+	}
 	delegates := 0
 	for i := range 1 + r.IntN(6) {
 		ns := pick("bookinfo", "frontend", "team")
@@ -177,7 +190,7 @@ func randomRoutedMesh(r *rand.Rand) string {
 		}
 		switch r.IntN(4) {
 		case 1:
-			fmt.Fprintf(&spec, "  exportTo:\n  - %s\n", pick("'.'", "frontend", "bookinfo", "'~'"))
+			fmt.Fprintf(&spec, "  exportTo:\n  - %s\n", pick("'.'", "frontend", "bookinfo", "'~'", "'*'"))
 		case 2:
 			spec.WriteString("  gateways:\n  - istio-system/ingress\n")
 		}

@@ -421,15 +421,42 @@ func (ix *Index) rulesDefiningSubset(host, subset string, sel Selection) []prove
 // (the whole object), whether the VirtualService can change what the cluster command explains
 // for host: the index reads a VirtualService for a host only through its route destinations
 // that resolve to the host's Service (the subsets they route to, D9 and D10, and the host
-// imported into a client's scope, with the destination's ports). A destination names a hostname
-// by its first label (a short name, `name.ns`, the full name) or is the hostname itself when
-// that is a wildcard, and a root VirtualService takes in its delegates' destinations. So a
-// VirtualService whose JSON holds neither the first label of host (in any case), nor `*`,
-// nor a `delegate`, has no destination for the host, and false means it can be left out.
+// imported into a client's scope, with the destination's ports), and a root VirtualService
+// takes in its delegates' destinations. A destination names a Service by its hostname's first
+// label (a short name, `name.ns`, the full name), or is the wildcard ServiceEntry host that
+// stands for it (`*.example.com` for `a.example.com`, or `*`). So a VirtualService whose JSON
+// holds none of the host's first label, a wildcard covering the host, a `"host"` set to `"*"`
+// or a `"delegate"` (in any ASCII case) has no destination for the host, and false means it
+// can be left out. An `exportTo: ["*"]` alone does not keep it.
 func VirtualServiceMayMatter(host string, listed []byte) bool {
 	h := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(host)), ".")
-	first, _, _ := strings.Cut(h, ".")
-	return first == "" || containsFold(listed, first) || bytes.IndexByte(listed, '*') >= 0 || bytes.Contains(listed, []byte(`"delegate"`))
+	first, rest, _ := strings.Cut(h, ".")
+	if first == "" || containsFold(listed, first) || bytes.Contains(listed, []byte(`"delegate"`)) || hostIsStar(listed) {
+		return true
+	}
+	for rest != "" {
+		if containsFold(listed, "*."+rest) {
+			return true
+		}
+		_, rest, _ = strings.Cut(rest, ".")
+	}
+	return false
+}
+
+// hostIsStar reports whether a JSON object holds a "host" key whose value is "*".
+func hostIsStar(listed []byte) bool {
+	for i := 0; ; {
+		j := bytes.Index(listed[i:], []byte(`"*"`))
+		if j < 0 {
+			return false
+		}
+		i += j
+		before := bytes.TrimRight(listed[:i], " \t\r\n")
+		if b, ok := bytes.CutSuffix(before, []byte(":")); ok && bytes.HasSuffix(bytes.TrimRight(b, " \t\r\n"), []byte(`"host"`)) {
+			return true
+		}
+		i++
+	}
 }
 
 // containsFold reports whether s holds sub (lower-case ASCII) in any ASCII case.

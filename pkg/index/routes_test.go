@@ -196,6 +196,12 @@ func TestVirtualServiceMayMatter(t *testing.T) {
 		{"a.example.com", `{"spec":{"http":[{"route":[{"destination":{"host":"*.example.com"}}]}]}}`, true},
 		{"reviews", `{"spec":{"hosts":["x"],"http":[{"delegate":{"name":"d"}}]}}`, true},
 		{"", `{}`, true},
+		{"reviews.bookinfo.svc.cluster.local", `{"spec":{"exportTo":["*"],"hosts":["*.x.svc.cluster.local"],"http":[{"route":[{"destination":{"host":"ratings"}}]}]}}`, false},
+		{"reviews.bookinfo.svc.cluster.local", `{"spec":{"http":[{"route":[{"destination":{"host":"*.Bookinfo.svc.cluster.local"}}]}]}}`, true},
+		{"reviews.bookinfo.svc.cluster.local", `{"spec":{"http":[{"route":[{"destination":{"host":"*.local"}}]}]}}`, true},
+		{"a.example.com", `{"spec":{"exportTo":["*"],"http":[{"route":[{"destination":{"host" :` + "\n" + ` "*"}}]}]}}`, true},
+		{"zz.example.com", `{"spec":{"exportTo":["*"],"http":[{"route":[{"destination":{"host":"*.example.org"}}]}]}}`, false},
+		{"*.example.com", `{"spec":{"exportTo":["*"],"http":[{"route":[{"destination":{"host":"b"}}]}]}}`, true},
 	} {
 		if got := VirtualServiceMayMatter(tc.host, []byte(tc.listed)); got != tc.want {
 			t.Errorf("VirtualServiceMayMatter(%q, %s) = %v, want %v", tc.host, tc.listed, got, tc.want)
