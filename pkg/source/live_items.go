@@ -6,26 +6,43 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 )
 
 // readItemPage reads a page of a list as the API server writes it, a JSON object with
 // `metadata` and `items`, and returns the page's metadata.continue and the bytes of each element
-// of `items`, sub-slices of one buffer holding the body. It checks the page's structure (every
-// object, array and string closed, in order; keys, colons and commas where they belong; nothing
-// after the page) and decodes the metadata, but does not decode the items: an item is decoded,
-// and so checked in full, only when it is kept. It is what json-iterator's skipping would do
-// for each item, without decoding every key on the way.
-func readItemPage(r io.Reader) (cont string, items []json.RawMessage, err error) {
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return "", nil, err
+// of `items`, sub-slices of buf, which holds the body afterwards. It checks the page's structure
+// (every object, array and string closed, in order; keys, colons and commas where they belong;
+// nothing after the page) and decodes the metadata, but does not decode the items: an item is
+// decoded, and so checked in full, only when it is kept. It is what json-iterator's skipping
+// would do for each item, without decoding every key on the way.
+func readItemPage(r io.Reader, buf *[]byte) (cont string, items []json.RawMessage, err error) {
+	data := (*buf)[:0]
+	for {
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)]
+		}
+		n, err := r.Read(data[len(data):cap(data)])
+		data = data[:len(data)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			*buf = data
+			return "", nil, err
+		}
 	}
+	*buf = data
 	s := &itemScanner{data: data}
 	if err := s.page(&cont, &items); err != nil {
 		return "", nil, err
 	}
 	return cont, items, nil
 }
+
+// itemBuffers are the bodies of item pages whose items are decoded: a list's next page is read
+// while the previous one is decoded, so two serve a list of any length.
+var itemBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
 
 // itemScanner walks a JSON document without decoding it.
 type itemScanner struct {

@@ -182,7 +182,7 @@ func TestPageJSONDecodesAsEncodingJSON(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, page := range [][]byte{vsPage, indented.Bytes()} {
-			cont, items, err := readItemPage(iotest.OneByteReader(bytes.NewReader(page)))
+			cont, items, err := readItemPage(iotest.OneByteReader(bytes.NewReader(page)), new([]byte))
 			if err != nil || cont != wantItems.Metadata.Continue || len(items) != len(wantItems.Items) {
 				t.Fatalf("round %d: readItemPage: %v, continue %q, %d items; encoding/json %+v", round, err, cont, len(items), wantItems)
 			}
@@ -250,12 +250,12 @@ func TestReadItemPageRejectsBrokenPages(t *testing.T) {
 	page := `{"kind":"VirtualServiceList","metadata":{"continue":"x\"y"},"items":[` +
 		`{"metadata":{"name":"a\\"},"spec":{"hosts":["h"],"http":[{"route":[{"destination":{"host":"h","port":{"number":80}},"weight":1.5e1}]}],"x":[true,false,null,[],{}]}},` +
 		`{"metadata":{"name":"b"},"spec":{}}]}`
-	cont, items, err := readItemPage(strings.NewReader(page + "\n"))
+	cont, items, err := readItemPage(strings.NewReader(page + "\n"), new([]byte))
 	if err != nil || cont != `x"y` || len(items) != 2 || !strings.HasPrefix(string(items[0]), `{"metadata":{"name":"a\\"}`) || string(items[1]) != `{"metadata":{"name":"b"},"spec":{}}` {
 		t.Fatalf("a whole page: %v, %q, %q", err, cont, items)
 	}
 	for n := range len(page) {
-		if _, items, err := readItemPage(strings.NewReader(page[:n])); err == nil {
+		if _, items, err := readItemPage(strings.NewReader(page[:n]), new([]byte)); err == nil {
 			t.Fatalf("page cut at %d (%q) read as %q", n, page[:n], items)
 		}
 	}
@@ -269,7 +269,7 @@ func TestReadItemPageRejectsBrokenPages(t *testing.T) {
 		strings.Replace(page, `"items":[`, `"items":{`, 1),
 		`[]`, ``,
 	} {
-		if _, items, err := readItemPage(strings.NewReader(bad)); err == nil {
+		if _, items, err := readItemPage(strings.NewReader(bad), new([]byte)); err == nil {
 			t.Errorf("%s read as %q", bad, items)
 		}
 	}

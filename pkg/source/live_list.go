@@ -73,6 +73,8 @@ type rawPage[I any] struct {
 		Continue string `json:"continue,omitempty"`
 	} `json:"metadata"`
 	Items []I `json:"items"`
+	// buf, for a page of whole items, holds the body they are slices of (from itemBuffers).
+	buf *[]byte
 }
 
 // fetchPage issues the request the Istio clientset's List issues (same path, query and Accept
@@ -93,8 +95,10 @@ func fetchPage[I any](ctx context.Context, rc rest.Interface, ki *kindInfo, ns s
 	p := &rawPage[I]{}
 	if items, ok := any(&p.Items).(*[]json.RawMessage); ok {
 		// Whole items, left undecoded: split by their structure, not decoded key by key.
+		p.buf = itemBuffers.Get().(*[]byte)
 		var err error
-		if p.Metadata.Continue, *items, err = readItemPage(body); err != nil {
+		if p.Metadata.Continue, *items, err = readItemPage(body, p.buf); err != nil {
+			itemBuffers.Put(p.buf)
 			return nil, fmt.Errorf("decoding the list of %s: %w", ki.qualifiedResource(), err)
 		}
 		return p, nil
@@ -177,6 +181,11 @@ func listPages[I any](ctx context.Context, rc rest.Interface, ki *kindInfo, ns s
 			if o != nil {
 				out = append(out, o)
 			}
+		}
+		if page.buf != nil {
+			// What was kept of the items is decoded, copied out of the body.
+			clear(page.Items)
+			itemBuffers.Put(page.buf)
 		}
 		if next == nil {
 			return out, nil

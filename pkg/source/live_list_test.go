@@ -397,7 +397,8 @@ func TestListRawDecodesInFullOnlyWhatSpecAsks(t *testing.T) {
 
 // TestListRawLeavesOutWhatSpecDoesNotNeed: with Spec.VirtualServiceNeeded, every listed
 // VirtualService, of every page, is offered to it whole as the list holds it, and only those it
-// keeps are decoded; without it every one is.
+// keeps are decoded, whole and intact once the bodies of later pages reuse their buffer;
+// without it every one is.
 func TestListRawLeavesOutWhatSpecDoesNotNeed(t *testing.T) {
 	reads := []Read{{Kind: KindVirtualService, Namespaces: []string{"bookinfo"}}}
 	var offered int
@@ -407,34 +408,37 @@ func TestListRawLeavesOutWhatSpecDoesNotNeed(t *testing.T) {
 			!strings.HasSuffix(string(listed), `"status":{"conditions":[{"type":"Reconciled"}]}}`) {
 			t.Errorf("offered %s, want the whole listed object", listed)
 		}
-		return strings.Contains(string(listed), `"host":"h-0007"`) || strings.Contains(string(listed), `"host":"h-0612"`)
+		return strings.Contains(string(listed), `"host":"h-0007"`) || strings.Contains(string(listed), `"host":"h-1112"`)
 	}
-	snap, err := load(t.Context(), Spec{Reads: reads, VirtualServiceNeeded: needed}, rawClients(t, &fakeIstioServer{n: 700}))
+	snap, err := load(t.Context(), Spec{Reads: reads, VirtualServiceNeeded: needed}, rawClients(t, &fakeIstioServer{n: 1203}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if offered != 700 {
-		t.Errorf("%d VirtualServices offered, want 700", offered)
+	if offered != 1203 {
+		t.Errorf("%d VirtualServices offered, want 1203", offered)
 	}
 	var names []string
 	for _, vs := range snap.VirtualServices {
 		names = append(names, vs.Name)
 	}
-	if diff := cmp.Diff([]string{"vs-0007", "vs-0612"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"vs-0007", "vs-1112"}, names); diff != "" {
 		t.Fatalf("VirtualServices kept (-want +got):\n%s", diff)
 	}
-	vs := snap.VirtualServices[1]
-	want := &networking.VirtualService{Hosts: []string{"h-0612"}, Http: []*networking.HTTPRoute{{Route: []*networking.HTTPRouteDestination{
-		{Destination: &networking.Destination{Host: "h-0612", Subset: "v1"}}}}}}
-	if !proto.Equal(&vs.Spec, want) || vs.Namespace != "bookinfo" || vs.Kind != KindVirtualService || vs.ManagedFields != nil || vs.CreationTimestamp.IsZero() {
-		t.Errorf("kept VirtualService = %+v %+v %v", vs.TypeMeta, vs.ObjectMeta, &vs.Spec)
+	for i, h := range []string{"h-0007", "h-1112"} {
+		vs := snap.VirtualServices[i]
+		want := &networking.VirtualService{Hosts: []string{h}, Http: []*networking.HTTPRoute{{Route: []*networking.HTTPRouteDestination{
+			{Destination: &networking.Destination{Host: h, Subset: "v1"}}}}}}
+		if !proto.Equal(&vs.Spec, want) || vs.Namespace != "bookinfo" || vs.Kind != KindVirtualService || vs.ManagedFields != nil ||
+			vs.CreationTimestamp.IsZero() || vs.Labels["app"] != "x" || vs.UID != "u-1" {
+			t.Errorf("kept VirtualService = %+v %+v %v", vs.TypeMeta, vs.ObjectMeta, &vs.Spec)
+		}
 	}
 
-	all, err := load(t.Context(), Spec{Reads: reads}, rawClients(t, &fakeIstioServer{n: 700}))
+	all, err := load(t.Context(), Spec{Reads: reads}, rawClients(t, &fakeIstioServer{n: 1203}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(all.VirtualServices) != 700 || !proto.Equal(&all.VirtualServices[612].Spec, want) {
+	if len(all.VirtualServices) != 1203 || all.VirtualServices[1112].Spec.GetHosts()[0] != "h-1112" {
 		t.Errorf("without VirtualServiceNeeded: %d VirtualServices", len(all.VirtualServices))
 	}
 }
