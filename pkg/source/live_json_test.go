@@ -250,7 +250,7 @@ func TestReadItemPageRejectsBrokenPages(t *testing.T) {
 	page := `{"kind":"VirtualServiceList","metadata":{"continue":"x\"y"},"items":[` +
 		`{"metadata":{"name":"a\\"},"spec":{"hosts":["h"],"http":[{"route":[{"destination":{"host":"h","port":{"number":80}},"weight":1.5e1}]}],"x":[true,false,null,[],{}]}},` +
 		`{"metadata":{"name":"b"},"spec":{}}]}`
-	cont, items, err := readItemPage(strings.NewReader(page + "\n"), new([]byte))
+	cont, items, err := readItemPage(strings.NewReader(page+"\n"), new([]byte))
 	if err != nil || cont != `x"y` || len(items) != 2 || !strings.HasPrefix(string(items[0]), `{"metadata":{"name":"a\\"}`) || string(items[1]) != `{"metadata":{"name":"b"},"spec":{}}` {
 		t.Fatalf("a whole page: %v, %q, %q", err, cont, items)
 	}
