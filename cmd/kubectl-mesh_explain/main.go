@@ -7,4 +7,11 @@ import (
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/cli"
 )
 
-func main() { os.Exit(cli.Main(os.Args[1:], cli.StdStreams())) }
+// startHeap is the heap a command grows to before the collector runs at its usual pace: the
+// objects a command reads are mostly kept, so collecting while the heap is smaller finds little.
+const startHeap = 32 << 20
+
+func main() {
+	cli.AdjustStartingHeap(startHeap)
+	os.Exit(cli.Main(os.Args[1:], cli.StdStreams()))
+}
