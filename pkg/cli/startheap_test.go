@@ -34,7 +34,8 @@ func gogc() int {
 
 // TestAdjustStartingHeap runs each case in a child process (the collector's settings are the
 // process's): with a starting heap of 32 MiB, the heap goal after a collection of a small heap
-// is about 32 MiB, where the default goal is twice the live heap, and once the live heap passes
+// is about 32 MiB (24 to 48: the goal counts stacks and globals too), where the default goal is
+// twice the live heap, and once the live heap passes
 // half of it GOGC is what it was; GOGC=off, or an environment GOGC as generous, is left alone.
 func TestAdjustStartingHeap(t *testing.T) {
 	if c := os.Getenv(startHeapChild); c != "" {
@@ -102,7 +103,7 @@ func startHeapCase(mode string) {
 		fmt.Printf("startheap: GOGC %d left alone\n", g)
 		return
 	}
-	if !settle(func() bool { g := heapGoal(); return 28*mib <= g && g <= 36*mib }) {
+	if !settle(func() bool { g := heapGoal(); return 24*mib <= g && g <= 48*mib }) {
 		fmt.Printf("startheap: goal %d MiB after a collection\n", heapGoal()/mib)
 		return
 	}
