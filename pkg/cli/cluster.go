@@ -514,10 +514,10 @@ func rulesInFull(q envoycluster.Query) func(namespace, host string) bool {
 }
 
 // virtualServicesNeeded is source.Spec.VirtualServiceNeeded for the host q explains: a live
-// VirtualService that has no route destination for the host (index.VirtualServiceMayMatter)
+// VirtualService that has no route destination for the host (index.VirtualServiceFilter)
 // changes nothing in its explanation, and is left out undecoded.
 func virtualServicesNeeded(q envoycluster.Query) func(listed []byte) bool {
-	return func(listed []byte) bool { return index.VirtualServiceMayMatter(q.Host, listed) }
+	return index.VirtualServiceFilter(q.Host)
 }
 
 // hostMatches reports whether the ServiceEntry host h defines host: the same name, or a

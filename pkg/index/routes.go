@@ -417,80 +417,61 @@ func (ix *Index) rulesDefiningSubset(host, subset string, sel Selection) []prove
 	return out
 }
 
-// VirtualServiceMayMatter reports, from the JSON of a VirtualService as a list returns it
-// (the whole object), whether the VirtualService can change what the cluster command explains
-// for host: the index reads a VirtualService for a host only through its route destinations
+// VirtualServiceFilter returns a test of the JSON of a VirtualService as a list returns it
+// (the whole object): whether the VirtualService can change what the cluster command explains
+// for host. The index reads a VirtualService for a host only through its route destinations
 // that resolve to the host's Service (the subsets they route to, D9 and D10, and the host
 // imported into a client's scope, with the destination's ports), and a root VirtualService
 // takes in its delegates' destinations. A destination names a Service by its hostname's first
 // label (a short name, `name.ns`, the full name), or is the wildcard ServiceEntry host that
-// stands for it (`*.example.com` for `a.example.com`, or `*`). So a VirtualService whose JSON
-// holds none of the host's first label, a wildcard covering the host, a `"host"` set to `"*"`
-// or a `"delegate"` (in any ASCII case) has no destination for the host, and false means it
-// can be left out. An `exportTo: ["*"]` alone does not keep it.
-func VirtualServiceMayMatter(host string, listed []byte) bool {
+// stands for it (`*.example.com` for `a.example.com`, or `*`), and hostnames match exactly, as
+// in istiod's lookups (the host ResolveHost finds for a name is in lower case, and so must be a
+// destination that resolves to it). So a VirtualService whose JSON holds none of the host's
+// first label, a wildcard covering the host, a `"host"` set to `"*"` or a `"delegate"` has no
+// destination for the host, and the test's false means it can be left out. An `exportTo:
+// ["*"]` alone does not keep it. The test may be called from several goroutines.
+func VirtualServiceFilter(host string) func(listed []byte) bool {
 	h := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(host)), ".")
 	first, rest, _ := strings.Cut(h, ".")
-	if first == "" || containsFold(listed, first) || bytes.Contains(listed, []byte(`"delegate"`)) || hostIsStar(listed) {
-		return true
+	if first == "" {
+		return func([]byte) bool { return true }
 	}
+	label, delegate := []byte(first), []byte(`"delegate"`)
+	var wildcards [][]byte
 	for rest != "" {
-		if containsFold(listed, "*."+rest) {
-			return true
-		}
+		wildcards = append(wildcards, []byte("*."+rest))
 		_, rest, _ = strings.Cut(rest, ".")
 	}
-	return false
+	return func(listed []byte) bool {
+		if bytes.Contains(listed, label) || bytes.Contains(listed, delegate) {
+			return true
+		}
+		if bytes.IndexByte(listed, '*') < 0 {
+			return false
+		}
+		for _, w := range wildcards {
+			if bytes.Contains(listed, w) {
+				return true
+			}
+		}
+		return hostIsStar(listed)
+	}
 }
 
 // hostIsStar reports whether a JSON object holds a "host" key whose value is "*".
 func hostIsStar(listed []byte) bool {
-	for i := 0; ; {
-		j := bytes.Index(listed[i:], []byte(`"*"`))
+	for i := 0; ; i++ {
+		j := bytes.IndexByte(listed[i:], '*')
 		if j < 0 {
 			return false
 		}
 		i += j
-		before := bytes.TrimRight(listed[:i], " \t\r\n")
+		if i == 0 || i+1 >= len(listed) || listed[i-1] != '"' || listed[i+1] != '"' {
+			continue
+		}
+		before := bytes.TrimRight(listed[:i-1], " \t\r\n")
 		if b, ok := bytes.CutSuffix(before, []byte(":")); ok && bytes.HasSuffix(bytes.TrimRight(b, " \t\r\n"), []byte(`"host"`)) {
 			return true
 		}
-		i++
 	}
-}
-
-// containsFold reports whether s holds sub (lower-case ASCII) in any ASCII case.
-func containsFold(s []byte, sub string) bool {
-	n := len(s) - len(sub) + 1
-	if n <= 0 {
-		return false
-	}
-	want := []byte(sub)
-	lower, upper := sub[0], sub[0]
-	if 'a' <= lower && lower <= 'z' {
-		upper = lower - 'a' + 'A'
-	}
-	// next is the first place at or after from where c starts a candidate (n: none).
-	next := func(c byte, from int) int {
-		if j := bytes.IndexByte(s[from:n], c); j >= 0 {
-			return from + j
-		}
-		return n
-	}
-	l, u := next(lower, 0), n
-	if upper != lower {
-		u = next(upper, 0)
-	}
-	for l < n || u < n {
-		i := min(l, u)
-		if bytes.EqualFold(s[i:i+len(want)], want) {
-			return true
-		}
-		if i == l {
-			l = next(lower, i+1)
-		} else {
-			u = next(upper, i+1)
-		}
-	}
-	return false
 }

@@ -58,7 +58,8 @@ func (s *itemScanner) errorf(format string, a ...any) error {
 }
 
 func (s *itemScanner) space() {
-	for s.i < len(s.data) {
+	// Every JSON white space byte is at most ' '; compact JSON has none.
+	for s.i < len(s.data) && s.data[s.i] <= ' ' {
 		switch s.data[s.i] {
 		case ' ', '\t', '\n', '\r':
 			s.i++
@@ -192,24 +193,17 @@ func (s *itemScanner) str() error {
 	if s.data[s.i] != '"' {
 		return s.errorf("want a string, found %q", s.data[s.i])
 	}
-	j := s.i + 1
-	for {
-		k := bytes.IndexByte(s.data[j:], '"')
-		if k < 0 {
-			return errTruncated
-		}
-		j += k
-		// The quote closes the string unless an odd number of backslashes precedes it.
-		n := 0
-		for b := j - 1; b > s.i && s.data[b] == '\\'; b-- {
-			n++
-		}
-		j++
-		if n%2 == 0 {
-			s.i = j
+	// Strings are short: a loop is faster here than a search per quote.
+	for j := s.i + 1; j < len(s.data); j++ {
+		switch s.data[j] {
+		case '"':
+			s.i = j + 1
 			return nil
+		case '\\':
+			j++
 		}
 	}
+	return errTruncated
 }
 
 // value reads one value starting at s.i: an object or array to its matching close (keys,
