@@ -45,22 +45,32 @@ func explainsTheSame(t *testing.T, name, dir string, cmd []string, load func(dir
 	})
 }
 
+// fileCluster is a cluster holding the objects of a scenario folder, as source.Load reads them
+// from files for the spec the command asks with; alter, when set, then changes what was read
+// as the cluster would give it (it sees the spec as the command asked).
+func fileCluster(dir string, alter func(asked source.Spec, snap *model.Snapshot) error) LoadFunc {
+	return func(ctx context.Context, s source.Spec) (*model.Snapshot, error) {
+		asked := s
+		s.Getter, s.Files, s.Overlay = nil, []string{dir}, false
+		snap, err := source.Load(ctx, s)
+		if err != nil || alter == nil {
+			return snap, err
+		}
+		return snap, alter(asked, snap)
+	}
+}
+
 // deniedCluster is a cluster holding the objects of a scenario folder that refuses to list the
 // given kinds, as source.Load reports it: the kind is incomplete, with a warning issue.
 func deniedCluster(dir string, denied map[string]string) LoadFunc {
-	return func(ctx context.Context, s source.Spec) (*model.Snapshot, error) {
-		s.Getter, s.Files, s.Overlay = nil, []string{dir}, false
-		snap, err := source.Load(ctx, s)
-		if err != nil {
-			return nil, err
-		}
+	return fileCluster(dir, func(_ source.Spec, snap *model.Snapshot) error {
 		snap.Incomplete = map[string]string{}
 		for kind, why := range denied {
 			snap.Incomplete[kind] = why
 			snap.Issues = append(snap.Issues, model.LoadIssue{Severity: "warning", Message: why, Incomplete: []string{kind}})
 		}
-		return snap, nil
-	}
+		return nil
+	})
 }
 
 const (

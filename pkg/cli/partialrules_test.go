@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -17,12 +16,13 @@ import (
 // DestinationRules that Spec.DestinationRuleInFull rejects come back as a live read returns
 // them: in their lookup fields only (host, exportTo, workloadSelector); partial counts them.
 func filesAsCluster(dir string, partial *int) LoadFunc {
-	return func(ctx context.Context, s source.Spec) (*model.Snapshot, error) {
-		inFull := s.DestinationRuleInFull
-		s.Getter, s.Files, s.Overlay = nil, []string{dir}, false
-		snap, err := source.Load(ctx, s)
-		if err != nil || partial == nil || inFull == nil {
-			return snap, err
+	if partial == nil {
+		return fileCluster(dir, nil)
+	}
+	return fileCluster(dir, func(asked source.Spec, snap *model.Snapshot) error {
+		inFull := asked.DestinationRuleInFull
+		if inFull == nil {
+			return nil
 		}
 		for _, dr := range snap.DestinationRules {
 			if inFull(dr.Namespace, dr.Spec.GetHost()) {
@@ -36,8 +36,8 @@ func filesAsCluster(dir string, partial *int) LoadFunc {
 				dr.Spec.WorkloadSelector = &typev1beta1.WorkloadSelector{MatchLabels: ws.MatchLabels}
 			}
 		}
-		return snap, nil
-	}
+		return nil
+	})
 }
 
 // TestPartialRulesExplainTheSame runs every cluster scenario, for its own host and for the host

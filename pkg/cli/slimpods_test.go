@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -13,20 +12,18 @@ import (
 // slimPodsCluster is a cluster holding the objects of a scenario folder whose Pods come back
 // as a live read returns them (source.SlimPod); slimmed counts the Pods that lost a field.
 func slimPodsCluster(dir string, slimmed *int) LoadFunc {
-	return func(ctx context.Context, s source.Spec) (*model.Snapshot, error) {
-		s.Getter, s.Files, s.Overlay = nil, []string{dir}, false
-		snap, err := source.Load(ctx, s)
-		if err != nil || slimmed == nil {
-			return snap, err
-		}
+	if slimmed == nil {
+		return fileCluster(dir, nil)
+	}
+	return fileCluster(dir, func(_ source.Spec, snap *model.Snapshot) error {
 		for _, p := range snap.Pods {
 			full := p.DeepCopy()
 			if source.SlimPod(p); !reflect.DeepEqual(p, full) {
 				*slimmed++
 			}
 		}
-		return snap, nil
-	}
+		return nil
+	})
 }
 
 // TestSlimPodsExplainTheSame runs every cluster and authz scenario once with its Pods whole, as

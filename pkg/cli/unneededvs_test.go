@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -21,18 +20,19 @@ import (
 // dropped, the VirtualServices that Spec.VirtualServiceNeeded rejects are left out, as a live
 // read leaves them out; it is offered each one as the JSON a list holds. dropped counts them.
 func unneededVSCluster(dir string, dropped *int) LoadFunc {
-	return func(ctx context.Context, s source.Spec) (*model.Snapshot, error) {
-		needed := s.VirtualServiceNeeded
-		s.Getter, s.Files, s.Overlay = nil, []string{dir}, false
-		snap, err := source.Load(ctx, s)
-		if err != nil || dropped == nil || needed == nil {
-			return snap, err
+	if dropped == nil {
+		return fileCluster(dir, nil)
+	}
+	return fileCluster(dir, func(asked source.Spec, snap *model.Snapshot) error {
+		needed := asked.VirtualServiceNeeded
+		if needed == nil {
+			return nil
 		}
 		var kept []*networkingv1.VirtualService
 		for _, vs := range snap.VirtualServices {
 			listed, err := json.Marshal(vs)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if needed(listed) {
 				kept = append(kept, vs)
@@ -41,8 +41,8 @@ func unneededVSCluster(dir string, dropped *int) LoadFunc {
 			*dropped++
 		}
 		snap.VirtualServices = kept
-		return snap, nil
-	}
+		return nil
+	})
 }
 
 // TestUnneededVirtualServicesExplainTheSame runs the cluster command on every cluster scenario
