@@ -30,25 +30,29 @@ func runWithLoad(t *testing.T, load LoadFunc, args ...string) result {
 	return result{code: code, stdout: out.String(), stderr: errOut.String()}
 }
 
-// explainsTheSame runs cmd as a subtest against the cluster load(dir, nil) gives, objects read
-// whole, and against the one load(dir, altered) gives, some objects read as a live read gives
-// them (load counts them in altered): stdout, stderr and the exit code must be the same. how
-// says how the altered objects are read, for the failure message.
-func explainsTheSame(t *testing.T, name, dir string, cmd []string, load func(dir string, altered *int) LoadFunc, altered *int, how string) {
+// explainsTheSame runs cmd as a subtest against the cluster fileCluster(dir, nil) gives,
+// objects read whole, and against the one where alter changes some objects as a live read
+// gives them (counting them in altered): stdout, stderr and the exit code must be the same.
+// how says how the altered objects are read, for the failure message.
+func explainsTheSame(t *testing.T, name, dir string, cmd []string, alter func(altered *int) alterFunc, altered *int, how string) {
 	t.Helper()
 	t.Run(name, func(t *testing.T) {
-		want := runWithLoad(t, load(dir, nil), cmd...)
-		got := runWithLoad(t, load(dir, altered), cmd...)
+		want := runWithLoad(t, fileCluster(dir, nil), cmd...)
+		got := runWithLoad(t, fileCluster(dir, alter(altered)), cmd...)
 		if got != want {
 			t.Errorf("kubectl mesh-explain %s: with %s:\n%+v\nwith every object whole:\n%+v", strings.Join(cmd, " "), how, got, want)
 		}
 	})
 }
 
+// alterFunc changes a snapshot read from files as a cluster would give it; asked is the spec
+// the command asked with.
+type alterFunc func(asked source.Spec, snap *model.Snapshot) error
+
 // fileCluster is a cluster holding the objects of a scenario folder, as source.Load reads them
 // from files for the spec the command asks with; alter, when set, then changes what was read
 // as the cluster would give it (it sees the spec as the command asked).
-func fileCluster(dir string, alter func(asked source.Spec, snap *model.Snapshot) error) LoadFunc {
+func fileCluster(dir string, alter alterFunc) LoadFunc {
 	return func(ctx context.Context, s source.Spec) (*model.Snapshot, error) {
 		asked := s
 		s.Getter, s.Files, s.Overlay = nil, []string{dir}, false

@@ -12,14 +12,11 @@ import (
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/source"
 )
 
-// filesAsCluster is a cluster holding the objects of a scenario folder. With partial, the
-// DestinationRules that Spec.DestinationRuleInFull rejects come back as a live read returns
-// them: in their lookup fields only (host, exportTo, workloadSelector); partial counts them.
-func filesAsCluster(dir string, partial *int) LoadFunc {
-	if partial == nil {
-		return fileCluster(dir, nil)
-	}
-	return fileCluster(dir, func(asked source.Spec, snap *model.Snapshot) error {
+// partialRules reads the DestinationRules that Spec.DestinationRuleInFull rejects as a live
+// read returns them: in their lookup fields only (host, exportTo, workloadSelector); partial
+// counts them.
+func partialRules(partial *int) alterFunc {
+	return func(asked source.Spec, snap *model.Snapshot) error {
 		inFull := asked.DestinationRuleInFull
 		if inFull == nil {
 			return nil
@@ -37,7 +34,7 @@ func filesAsCluster(dir string, partial *int) LoadFunc {
 			}
 		}
 		return nil
-	})
+	}
 }
 
 // TestPartialRulesExplainTheSame runs every cluster scenario, for its own host and for the host
@@ -63,7 +60,7 @@ func TestPartialRulesExplainTheSame(t *testing.T) {
 			for _, format := range []string{"table", "json", "envoy"} {
 				cmd := append([]string{args[0], host}, args[2:]...)
 				cmd = append(cmd, "-o", format)
-				explainsTheSame(t, filepath.Base(dir)+"/"+host+"/"+format, dir, cmd, filesAsCluster, &partial,
+				explainsTheSame(t, filepath.Base(dir)+"/"+host+"/"+format, dir, cmd, partialRules, &partial,
 					"the rules that cannot apply in part")
 				runs++
 			}

@@ -9,13 +9,10 @@ import (
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/source"
 )
 
-// slimPodsCluster is a cluster holding the objects of a scenario folder whose Pods come back
-// as a live read returns them (source.SlimPod); slimmed counts the Pods that lost a field.
-func slimPodsCluster(dir string, slimmed *int) LoadFunc {
-	if slimmed == nil {
-		return fileCluster(dir, nil)
-	}
-	return fileCluster(dir, func(_ source.Spec, snap *model.Snapshot) error {
+// slimPods reads the Pods as a live read returns them (source.SlimPod); slimmed counts the Pods
+// that lost a field.
+func slimPods(slimmed *int) alterFunc {
+	return func(_ source.Spec, snap *model.Snapshot) error {
 		for _, p := range snap.Pods {
 			full := p.DeepCopy()
 			if source.SlimPod(p); !reflect.DeepEqual(p, full) {
@@ -23,7 +20,7 @@ func slimPodsCluster(dir string, slimmed *int) LoadFunc {
 			}
 		}
 		return nil
-	})
+	}
 }
 
 // TestSlimPodsExplainTheSame runs every cluster and authz scenario once with its Pods whole, as
@@ -38,7 +35,7 @@ func TestSlimPodsExplainTheSame(t *testing.T) {
 			args := scenarioArgs(t, dir)
 			for _, format := range []string{"table", "json", kind.machine} {
 				cmd := append(append([]string{}, args...), "-o", format)
-				explainsTheSame(t, kind.dir+"/"+filepath.Base(dir)+"/"+format, dir, cmd, slimPodsCluster, &slimmed,
+				explainsTheSame(t, kind.dir+"/"+filepath.Base(dir)+"/"+format, dir, cmd, slimPods, &slimmed,
 					"Pods as a live read gives them")
 				runs++
 			}

@@ -16,14 +16,11 @@ import (
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/source"
 )
 
-// unneededVSCluster is a cluster holding the objects of a scenario folder from which, with
-// dropped, the VirtualServices that Spec.VirtualServiceNeeded rejects are left out, as a live
-// read leaves them out; it is offered each one as the JSON a list holds. dropped counts them.
-func unneededVSCluster(dir string, dropped *int) LoadFunc {
-	if dropped == nil {
-		return fileCluster(dir, nil)
-	}
-	return fileCluster(dir, func(asked source.Spec, snap *model.Snapshot) error {
+// unneededVirtualServices leaves out the VirtualServices that Spec.VirtualServiceNeeded
+// rejects, as a live read leaves them out; it is offered each one as the JSON a list holds.
+// dropped counts them.
+func unneededVirtualServices(dropped *int) alterFunc {
+	return func(asked source.Spec, snap *model.Snapshot) error {
 		needed := asked.VirtualServiceNeeded
 		if needed == nil {
 			return nil
@@ -42,7 +39,7 @@ func unneededVSCluster(dir string, dropped *int) LoadFunc {
 		}
 		snap.VirtualServices = kept
 		return nil
-	})
+	}
 }
 
 // TestUnneededVirtualServicesExplainTheSame runs the cluster command on every cluster scenario
@@ -58,7 +55,7 @@ func TestUnneededVirtualServicesExplainTheSame(t *testing.T) {
 		args := scenarioArgs(t, dir)
 		for _, format := range []string{"table", "json"} {
 			cmd := append(append([]string{}, args...), "-o", format)
-			explainsTheSame(t, filepath.Base(dir)+"/"+format, dir, cmd, unneededVSCluster, &dropped,
+			explainsTheSame(t, filepath.Base(dir)+"/"+format, dir, cmd, unneededVirtualServices, &dropped,
 				"the VirtualServices a live read leaves out")
 			runs++
 		}
@@ -78,7 +75,7 @@ func TestUnneededVirtualServicesExplainTheSame(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, from := range []string{"namespace/frontend", "namespace/bookinfo"} {
-			res := runWithLoad(t, unneededVSCluster(dir, nil), "cluster", "reviews", "-n", "bookinfo", "-f", dir, "--from", from, "-o", "json")
+			res := runWithLoad(t, fileCluster(dir, nil), "cluster", "reviews", "-n", "bookinfo", "-f", dir, "--from", from, "-o", "json")
 			for _, feature := range features {
 				if strings.Contains(res.stdout, feature) && !slices.Contains(seen, feature) {
 					seen = append(seen, feature)
@@ -89,7 +86,7 @@ func TestUnneededVirtualServicesExplainTheSame(t *testing.T) {
 			for _, from := range []string{"namespace/frontend", "namespace/bookinfo"} {
 				format := []string{"table", "json", "envoy"}[r.IntN(3)]
 				cmd := []string{"cluster", h[0], "-n", h[1], "-f", dir, "--from", from, "-o", format}
-				explainsTheSame(t, fmt.Sprintf("random-%d/%s/%s/%s", round, h[0], from, format), dir, cmd, unneededVSCluster, &dropped,
+				explainsTheSame(t, fmt.Sprintf("random-%d/%s/%s/%s", round, h[0], from, format), dir, cmd, unneededVirtualServices, &dropped,
 					"the VirtualServices a live read leaves out")
 				runs++
 			}
