@@ -1,7 +1,8 @@
 // Package provenance is the vocabulary of origins: which resource, layer and field a value came
 // from, where that resource was read, and what it shadowed.
 //
-// It owns: Ref, Position, Layer, Origin, FieldTrace and Recorder.
+// It owns: Ref, Position, Layer, Origin, FieldTrace, Recorder, and the traces kept against
+// templates (Templates, SharedTraces).
 // It may import: the standard library only. Every other package may import it.
 package provenance
 
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Ref names one Kubernetes or Istio object. Its String form is the human spelling used in every
@@ -257,6 +259,10 @@ type Recorder struct {
 	// instead of sorting again.
 	orders [orderMemo]pathOrder
 	next   int
+	// scratch holds the sorted traces TakeShared compares with a template, and differ the
+	// indexes of those that differ.
+	scratch []FieldTrace
+	differ  []int32
 }
 
 // orderMemo is the number of path sequences a Recorder remembers the order of.
@@ -446,7 +452,11 @@ func (r *Recorder) folded(order []int32) []FieldTrace {
 			n++
 		}
 	}
-	out := make([]FieldTrace, n)
+	return r.foldInto(make([]FieldTrace, n), order)
+}
+
+// foldInto writes the folded traces of order into out, which has room for one per path.
+func (r *Recorder) foldInto(out []FieldTrace, order []int32) []FieldTrace {
 	w := 0
 	for i := 0; i < len(order); {
 		j := i + 1
@@ -461,7 +471,7 @@ func (r *Recorder) folded(order []int32) []FieldTrace {
 		w++
 		i = j
 	}
-	return out
+	return out[:w]
 }
 
 // EachValue calls fn with the value every path holds at the end (its last Set or SetNotSent;
@@ -502,6 +512,199 @@ func (r *Recorder) TakeTraces() []FieldTrace {
 	out := r.Traces()
 	r.Reset()
 	return out
+}
+
+// TakeShared returns the recorded traces sorted by path, as TakeTraces does, kept against the
+// templates ts: the traces of an earlier object with the same paths, in the same order. Only
+// the traces that differ from the template's are copied; the first object of a sequence of
+// paths becomes its template. Objects of one kind built from similar inputs (the clusters of a
+// mesh) record mostly the same traces. The Recorder is left empty.
+func (r *Recorder) TakeShared(ts *Templates) SharedTraces {
+	defer r.Reset()
+	order, single := r.sorted()
+	cur := r.scratch[:0]
+	if single {
+		for _, j := range order {
+			cur = append(cur, r.log[j])
+		}
+	} else {
+		cur = r.foldInto(slices.Grow(cur, len(order))[:len(order)], order)
+	}
+	r.scratch = cur[:0]
+	defer clear(cur)
+	tpl := ts.find(cur)
+	if tpl == nil {
+		return SharedTraces{template: ts.add(cur), set: true}
+	}
+	// differ lists the traces that differ from the template's: patched ones (value and
+	// resource only) as i, the others as -1-i.
+	differ := r.differ[:0]
+	patched := 0
+	for i := range cur {
+		switch compareTrace(&cur[i], &tpl[i]) {
+		case traceIsSame:
+		case traceIsPatched:
+			differ = append(differ, int32(i))
+			patched++
+		default:
+			differ = append(differ, -1-int32(i))
+		}
+	}
+	r.differ = differ[:0]
+	out := SharedTraces{template: tpl, set: true}
+	if patched > 0 {
+		out.patches = make([]tracePatch, 0, patched)
+	}
+	if n := len(differ) - patched; n > 0 {
+		out.own, out.at = make([]FieldTrace, 0, n), make([]int32, 0, n)
+	}
+	for _, i := range differ {
+		if i >= 0 {
+			out.patches = append(out.patches, tracePatch{value: cur[i].Value, resource: cur[i].Origin.Resource, at: i})
+			continue
+		}
+		out.own, out.at = append(out.own, cur[-1-i]), append(out.at, -1-i)
+	}
+	return out
+}
+
+// How a trace compares with the template's at its index.
+const (
+	traceIsSame = iota
+	// traceIsPatched: only the value or the origin's Resource differ.
+	traceIsPatched
+	traceIsOther
+)
+
+// compareTrace compares a with b, the template's trace of the same path. Traces with shadows are
+// never shared.
+func compareTrace(a, b *FieldTrace) int {
+	if len(a.Shadowed) > 0 || len(b.Shadowed) > 0 || a.NotSent != b.NotSent || a.Path != b.Path {
+		return traceIsOther
+	}
+	ao, bo := &a.Origin, &b.Origin
+	if ao.Layer != bo.Layer || ao.Field != bo.Field || ao.Position != bo.Position || ao.Note != bo.Note {
+		return traceIsOther
+	}
+	if a.Value == b.Value && ao.Resource == bo.Resource {
+		return traceIsSame
+	}
+	return traceIsPatched
+}
+
+// SharedTraces are the sorted traces of one object, kept as a template's and the traces that
+// differ from it (TakeShared). The zero value holds no traces.
+type SharedTraces struct {
+	template []FieldTrace
+	// patches are the traces that differ from the template's only in the value and the origin's
+	// Resource; own are the others, at the indexes at.
+	patches []tracePatch
+	own     []FieldTrace
+	at      []int32
+	set     bool
+}
+
+// tracePatch is the value and origin Resource of trace at of a template.
+type tracePatch struct {
+	value    string
+	resource *Ref
+	at       int32
+}
+
+// IsZero reports whether s was never taken from a Recorder.
+func (s SharedTraces) IsZero() bool { return !s.set }
+
+// Len is the number of traces.
+func (s SharedTraces) Len() int { return len(s.template) }
+
+// Traces returns the traces sorted by path, as TakeTraces would have: a new slice the caller
+// owns (its Shadowed lists too), nil when s is zero.
+func (s SharedTraces) Traces() []FieldTrace {
+	if !s.set {
+		return nil
+	}
+	out := make([]FieldTrace, len(s.template))
+	copy(out, s.template)
+	for _, p := range s.patches {
+		out[p.at].Value, out[p.at].Origin.Resource = p.value, p.resource
+	}
+	for k, i := range s.at {
+		out[i] = s.own[k]
+	}
+	for i := range out {
+		if len(out[i].Shadowed) > 0 {
+			out[i].Shadowed = slices.Clone(out[i].Shadowed)
+		}
+	}
+	return out
+}
+
+// Templates are the traces of earlier objects that TakeShared keeps later objects against, one
+// per sequence of paths. It is safe for concurrent use; the zero value is ready to use.
+type Templates struct {
+	mu     sync.Mutex
+	shapes map[uint64][][]FieldTrace
+	n      int
+}
+
+// maxTemplates bounds the templates one Templates holds; objects of further path sequences are
+// kept whole.
+const maxTemplates = 4096
+
+// shape is a fingerprint of the paths of traces; find compares the paths themselves.
+func shape(traces []FieldTrace) uint64 {
+	h := uint64(len(traces))
+	for i := range traces {
+		p := traces[i].Path
+		h = h*1099511628211 + uint64(len(p))
+		if len(p) > 0 {
+			h = h*1099511628211 + uint64(p[len(p)-1])
+		}
+	}
+	return h
+}
+
+// find returns the template with the paths of traces, or nil.
+func (ts *Templates) find(traces []FieldTrace) []FieldTrace {
+	k := shape(traces)
+	ts.mu.Lock()
+	candidates := ts.shapes[k]
+	ts.mu.Unlock()
+	for _, t := range candidates {
+		if samePaths(t, traces) {
+			return t
+		}
+	}
+	return nil
+}
+
+func samePaths(a, b []FieldTrace) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Path != b[i].Path {
+			return false
+		}
+	}
+	return true
+}
+
+// add returns a copy of traces, kept as the template of their paths while there is room.
+func (ts *Templates) add(traces []FieldTrace) []FieldTrace {
+	t := make([]FieldTrace, len(traces))
+	copy(t, traces)
+	k := shape(t)
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.n < maxTemplates {
+		if ts.shapes == nil {
+			ts.shapes = map[uint64][][]FieldTrace{}
+		}
+		ts.shapes[k] = append(ts.shapes[k], t)
+		ts.n++
+	}
+	return t
 }
 
 // IsBelow reports whether path p lies strictly below prefix (`a.b.c` and `a.b[0]` lie below `a.b`).

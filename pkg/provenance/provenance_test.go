@@ -226,3 +226,116 @@ func TestLayersAreSpelledByName(t *testing.T) {
 		t.Error("a layer out of range marshals")
 	}
 }
+
+// TakeShared keeps each object's traces against the template of its paths: expanded, they are
+// what Traces returns, whether a trace is the template's, patched (value and Resource) or the
+// object's own; the traces returned are the caller's to change; and an object that records
+// what its template did keeps only its traces with shadows. Objects are taken on several goroutines at
+// once against one Templates.
+func TestTakeSharedKeepsTheTraces(t *testing.T) {
+	refs := []*Ref{{Kind: "Service", Namespace: "a", Name: "x"}, {Kind: "Service", Namespace: "b", Name: "y"}}
+	pos := &Position{File: "f.yaml", Line: 3}
+	shapes := [][]string{{"a", "b", "c.d", "c.e"}, {"a", "b"}, {"name", "type", "x[0].y"}}
+	record := func(r *Recorder, seed int) {
+		x := uint32(seed*2654435761 + 7)
+		next := func(n int) int {
+			x ^= x << 13
+			x ^= x >> 17
+			x ^= x << 5
+			return int(x % uint32(n))
+		}
+		for _, p := range shapes[seed%len(shapes)] {
+			o := Origin{Layer: LayerDestinationRule, Field: "spec." + p}
+			switch next(8) {
+			case 0:
+				o.Resource = refs[next(len(refs))]
+			case 1:
+				o.Note = "note"
+			case 2:
+				o.Position = pos
+			case 3:
+				r.Shadow(p, Shadow{Origin: o, Value: "lost", Reason: "dropped"})
+			}
+			value := "v"
+			if next(4) == 0 {
+				value = fmt.Sprint(next(3))
+			}
+			if next(6) == 0 {
+				r.SetNotSent(p, value, o)
+			} else {
+				r.Set(p, value, o)
+			}
+			if next(10) == 0 {
+				r.Set(p, "again", o)
+			}
+		}
+	}
+	var ts Templates
+	errs := make(chan error, 4)
+	for g := range 4 {
+		go func() {
+			r := NewRecorder()
+			var kept []SharedTraces
+			var want [][]FieldTrace
+			for i := range 300 {
+				seed := g*1000 + i
+				record(r, seed)
+				want = append(want, r.Traces())
+				kept = append(kept, r.TakeShared(&ts))
+				if r.Len() != 0 {
+					errs <- fmt.Errorf("seed %d: the Recorder holds %d entries after TakeShared", seed, r.Len())
+					return
+				}
+				// The same script twice against fresh templates: the second is its template's,
+				// but for the traces with shadows.
+				var fresh Templates
+				record(r, seed)
+				r.TakeShared(&fresh)
+				record(r, seed)
+				again := r.TakeShared(&fresh)
+				shadowed := 0
+				for _, tr := range want[len(want)-1] {
+					if len(tr.Shadowed) > 0 {
+						shadowed++
+					}
+				}
+				if len(again.own) != shadowed || len(again.patches) != 0 {
+					errs <- fmt.Errorf("seed %d: recorded again, %d traces of its own and %d patched, want %d and 0", seed, len(again.own), len(again.patches), shadowed)
+					return
+				}
+			}
+			for i, s := range kept {
+				got := s.Traces()
+				if !reflect.DeepEqual(got, want[i]) || s.Len() != len(want[i]) {
+					errs <- fmt.Errorf("object %d: TakeShared keeps %+v\nwant %+v", i, got, want[i])
+					return
+				}
+				for j := range got {
+					got[j].Value = "changed"
+					for k := range got[j].Shadowed {
+						got[j].Shadowed[k].Value = "changed"
+					}
+				}
+			}
+			for i, s := range kept {
+				if got := s.Traces(); !reflect.DeepEqual(got, want[i]) {
+					errs <- fmt.Errorf("object %d: changing the traces returned changed those kept: %+v", i, got)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ts.n == 0 || ts.n > 64 {
+		t.Fatalf("%d templates for %d sequences of paths", ts.n, len(shapes))
+	}
+	var zero SharedTraces
+	if !zero.IsZero() || zero.Traces() != nil || zero.Len() != 0 {
+		t.Fatal("the zero SharedTraces holds traces")
+	}
+}

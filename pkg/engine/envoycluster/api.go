@@ -147,6 +147,9 @@ type Input struct {
 	deferPositions bool
 	// shared is what the builds of one host share.
 	shared *hostShared
+	// templates, when set, keep the traces of the builds compactly (Built.traces): the builds
+	// of an Explainer share them.
+	templates *provenance.Templates
 }
 
 // Built is one generated cluster with the origin of its fields. Cluster is nil when istiod
@@ -158,8 +161,21 @@ type Built struct {
 	Name    string
 	Subset  string
 	Cluster *clusterv3.Cluster
-	// Origins are the field traces, sorted by path.
+	// Origins are the field traces, sorted by path. The builds of an Explainer keep them in a
+	// compact form instead, sharing the traces that are the same as an earlier cluster's, until
+	// HostClusters.ResolvePositions fills Origins in; Traces reads either.
 	Origins []provenance.FieldTrace
 	// Diagnostics are the layering and TLS findings for this cluster.
 	Diagnostics []explain.Diagnostic
+
+	traces provenance.SharedTraces
+}
+
+// Traces returns Origins, or a new copy of the traces kept compactly when Origins is not filled
+// in yet (before HostClusters.ResolvePositions, file positions are placeholders).
+func (b *Built) Traces() []provenance.FieldTrace {
+	if b.Origins == nil && !b.traces.IsZero() {
+		return b.traces.Traces()
+	}
+	return b.Origins
 }

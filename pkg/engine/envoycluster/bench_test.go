@@ -140,8 +140,9 @@ func BenchmarkClusterEveryClusterOfProxy(b *testing.B) {
 func checkTraced(b *testing.B, built []envoycluster.Built) {
 	b.Helper()
 	var bad []string
-	for _, bc := range built {
-		for _, p := range explaintest.Uncovered(explain.Object{Name: bc.Name, Message: bc.Cluster, Origins: bc.Origins}) {
+	for i := range built {
+		bc := &built[i]
+		for _, p := range explaintest.Uncovered(explain.Object{Name: bc.Name, Message: bc.Cluster, Origins: bc.Traces()}) {
 			bad = append(bad, bc.Name+": "+p)
 		}
 	}

@@ -220,7 +220,11 @@ func (b *builder) build(i int) Built {
 	st.finish()
 	st.addShadows()
 	out.Cluster = st.c
-	out.Origins = st.rec.TakeTraces()
+	if b.in.templates != nil {
+		out.traces = st.rec.TakeShared(b.in.templates)
+	} else {
+		out.Origins = st.rec.TakeTraces()
+	}
 	out.Diagnostics = sortDiagnostics(d.list)
 	return out
 }

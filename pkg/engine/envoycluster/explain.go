@@ -65,6 +65,10 @@ type Explainer struct {
 	// positionsNow looks positions up while building instead of leaving them to
 	// ResolvePositions (tests compare the two).
 	positionsNow bool
+	// templates keep the traces of the clusters compactly, against those of earlier clusters
+	// with the same paths; wholeTraces turns them off (tests compare the two).
+	templates   provenance.Templates
+	wholeTraces bool
 }
 
 // namespaceMTLS is index.NamespaceMTLSMode of namespace, once per namespace.
@@ -119,17 +123,18 @@ type HostClusters struct {
 	// Warnings say what is not reconstructed.
 	Warnings []string
 	// Clusters are the clusters of every port (default cluster, then subsets, port by port),
-	// including those istiod drops (nil Cluster). Nil for an ExternalName alias. The file
-	// positions of their origins are left to ResolvePositions: until it runs, an origin that
-	// has one carries a placeholder Position.
+	// including those istiod drops (nil Cluster). Nil for an ExternalName alias. Their Origins
+	// and the file positions of the origins are left to ResolvePositions: until it runs, the
+	// traces are kept compactly (Built.Traces reads them) and an origin that has a position
+	// carries a placeholder.
 	Clusters []Built
 
 	snap      *model.Snapshot
 	positions *positionCache
 }
 
-// ResolvePositions fills in the file positions of the origins of Clusters, looking each field
-// up once.
+// ResolvePositions fills in the Origins of Clusters and the file positions of their origins,
+// looking each field up once.
 func (h *HostClusters) ResolvePositions() {
 	resolvePositions(h.snap, h.positions, h.Clusters)
 }
@@ -244,6 +249,9 @@ func (e *Explainer) host(hostname string, port uint32, subset string) (*HostClus
 		positions:      &e.positions,
 		deferPositions: !e.positionsNow,
 		shared:         &hostShared{},
+	}
+	if !e.wholeTraces {
+		in.templates = &e.templates
 	}
 	out.snap, out.positions = e.snap, in.positions
 	for i, p := range svc.Ports {

@@ -80,6 +80,19 @@ func TestExplainerMatchesExplain(t *testing.T) {
 					t.Fatalf("%s: Host: %v", h, err)
 				}
 				checkHostClusters(t, h, hc, want)
+				// The traces kept against templates are the traces the builds recorded.
+				whole := NewExplainer(ix, proxy)
+				whole.wholeTraces = true
+				hcWhole, err := whole.Host(h)
+				if err != nil {
+					t.Fatalf("%s: Host with whole traces: %v", h, err)
+				}
+				hcWhole.ResolvePositions()
+				for i := range hcWhole.Clusters {
+					if d := cmp.Diff(hcWhole.Clusters[i].Origins, hc.Clusters[i].Origins); d != "" {
+						t.Errorf("%s: origins of %s kept whole and against templates differ (-whole +templates):\n%s", h, hc.Clusters[i].Name, d)
+					}
+				}
 				// Positions looked up while building are the ones resolved afterwards.
 				now := NewExplainer(ix, proxy)
 				now.positionsNow = true
@@ -91,7 +104,7 @@ func TestExplainerMatchesExplain(t *testing.T) {
 					t.Fatalf("%s: %d clusters with positions now, %d deferred", h, len(hcNow.Clusters), len(hc.Clusters))
 				}
 				for i := range hc.Clusters {
-					if d := cmp.Diff(hcNow.Clusters[i].Origins, hc.Clusters[i].Origins); d != "" {
+					if d := cmp.Diff(hcNow.Clusters[i].Traces(), hc.Clusters[i].Origins); d != "" {
 						t.Errorf("%s: origins of %s with positions now and resolved differ (-now +resolved):\n%s", h, hc.Clusters[i].Name, d)
 					}
 				}
@@ -111,10 +124,10 @@ func checkHostClusters(t *testing.T, host string, hc *HostClusters, want *explai
 	for _, o := range want.Objects {
 		byName[o.Name] = o
 	}
-	var built []Built
-	for _, bc := range hc.Clusters {
-		if bc.Cluster != nil {
-			built = append(built, bc)
+	var built []*Built
+	for i := range hc.Clusters {
+		if hc.Clusters[i].Cluster != nil {
+			built = append(built, &hc.Clusters[i])
 		}
 	}
 	if len(built) != len(want.Objects) {
@@ -136,7 +149,10 @@ func checkHostClusters(t *testing.T, host string, hc *HostClusters, want *explai
 		if !ok {
 			t.Fatalf("%s: Host built %s, which Explain does not", host, bc.Name)
 		}
-		if d := cmp.Diff(withoutPositions(o.Origins), withoutPositions(bc.Origins)); d != "" {
+		if bc.Origins != nil {
+			t.Errorf("%s: %s has its Origins filled in before ResolvePositions", host, bc.Name)
+		}
+		if d := cmp.Diff(withoutPositions(o.Origins), withoutPositions(bc.Traces())); d != "" {
 			t.Errorf("%s: origins of %s differ beyond positions (-Explain +Host):\n%s", host, bc.Name, d)
 		}
 	}

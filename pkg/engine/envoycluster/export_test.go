@@ -5,7 +5,17 @@ import (
 	"reflect"
 
 	"google.golang.org/protobuf/proto"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
 )
+
+// NewExplainerWholeTraces is NewExplainer with the traces of every cluster kept whole, not
+// against the traces of earlier clusters.
+func NewExplainerWholeTraces(ix *index.Index, proxy *index.Proxy) *Explainer {
+	e := NewExplainer(ix, proxy)
+	e.wholeTraces = true
+	return e
+}
 
 // SharedMessagesChanged returns the shared sub-messages (every field of commonMessages) that no
 // longer equal what newCommonMessages builds: a build wrote to a message other clusters point at.

@@ -146,8 +146,9 @@ func (b *builder) positionNow(ref *provenance.Ref, field string) *provenance.Pos
 	return b.in.positions.lookup(b.in.Snapshot, positionKey{model.ObjectKey{Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name}, field})
 }
 
-// resolvePositions fills in the positions deferred by the builds of bs: every origin whose
-// Position is deferred gets the position of its Resource's Field (or none).
+// resolvePositions fills in the Origins of the builds of bs kept compactly, and the positions
+// the builds deferred: every origin whose Position is deferred gets the position of its
+// Resource's Field (or none).
 func resolvePositions(snap *model.Snapshot, cache *positionCache, bs []Built) {
 	fill := func(o *provenance.Origin) {
 		if o.Position != deferred {
@@ -160,6 +161,9 @@ func resolvePositions(snap *model.Snapshot, cache *positionCache, bs []Built) {
 		o.Position = cache.lookup(snap, positionKey{model.ObjectKey{Kind: o.Resource.Kind, Namespace: o.Resource.Namespace, Name: o.Resource.Name}, o.Field})
 	}
 	for i := range bs {
+		if bs[i].Origins == nil && !bs[i].traces.IsZero() {
+			bs[i].Origins, bs[i].traces = bs[i].traces.Traces(), provenance.SharedTraces{}
+		}
 		for j := range bs[i].Origins {
 			t := &bs[i].Origins[j]
 			fill(&t.Origin)

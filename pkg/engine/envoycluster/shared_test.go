@@ -5,6 +5,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/proto"
 	networking "istio.io/api/networking/v1alpha3"
 
@@ -84,4 +85,54 @@ func TestBuildsLeaveDestinationRulesUnchanged(t *testing.T) {
 			t.Errorf("DestinationRule %s/%s changed:\n%v\nwant\n%v", dr.Namespace, dr.Name, &dr.Spec, before[i])
 		}
 	}
+}
+
+// The clusters of an Explainer keep their traces against those of earlier clusters with the
+// same paths: expanded, every cluster of a generated mesh has the traces it has when each is
+// kept whole.
+func TestTracesKeptAgainstTemplatesAreWhole(t *testing.T) {
+	snap, m, err := gen.LoadSnapshot(gen.Config{Seed: 1, Sizes: gen.Scaled(0.02)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eb, err := gen.NewEveryClusterBench(snap, m.Queries())
+	if err != nil {
+		t.Fatal(err)
+	}
+	compact, whole := envoycluster.NewExplainer(eb.Index, eb.Proxy), envoycluster.NewExplainerWholeTraces(eb.Index, eb.Proxy)
+	clusters, traces, shadowed := 0, 0, 0
+	for _, h := range compact.Hosts() {
+		hc, err := compact.Host(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hw, err := whole.Host(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hc.Clusters) != len(hw.Clusters) {
+			t.Fatalf("%s: %d clusters against templates, %d whole", h, len(hc.Clusters), len(hw.Clusters))
+		}
+		for i := range hc.Clusters {
+			c, w := &hc.Clusters[i], &hw.Clusters[i]
+			if c.Origins != nil || w.Origins == nil && w.Cluster != nil {
+				t.Fatalf("%s: Origins filled in %v against templates, %v whole", c.Name, c.Origins != nil, w.Origins != nil)
+			}
+			got := c.Traces()
+			if d := cmp.Diff(w.Origins, got); d != "" {
+				t.Fatalf("%s: traces against templates differ from whole (-whole +templates):\n%s", c.Name, d)
+			}
+			clusters++
+			traces += len(got)
+			for _, tr := range got {
+				if len(tr.Shadowed) > 0 {
+					shadowed++
+				}
+			}
+		}
+	}
+	if clusters < 100 || shadowed == 0 {
+		t.Fatalf("%d clusters, %d traces with shadows: the mesh does not exercise the templates", clusters, shadowed)
+	}
+	t.Logf("%d clusters, %d traces (%d with shadows)", clusters, traces, shadowed)
 }
