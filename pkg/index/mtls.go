@@ -241,11 +241,11 @@ func (ix *Index) WorkloadPeerAuthentications(svc *Service) []WorkloadMTLS {
 			if i < len(prev) && prev[i].ref == ep.Ref {
 				wp = prev[i]
 			} else {
-				lbls, ns := ep.Labels, svc.Namespace
 				if w, ok := ix.workloadByRef[ep.Ref]; ok {
-					lbls, ns = w.labels, w.namespace
+					wp = workloadPA{ref: ep.Ref, ns: w.namespace, pa: ix.workloadPolicyOf(w)}
+				} else {
+					wp = workloadPA{ref: ep.Ref, ns: svc.Namespace, pa: ix.workloadPolicy(svc.Namespace, ep.Labels)}
 				}
-				wp = workloadPA{ref: ep.Ref, ns: ns, pa: ix.workloadPolicy(ns, lbls)}
 			}
 			cur = append(cur, wp)
 			pa, ns := wp.pa, wp.ns
@@ -286,6 +286,16 @@ type workloadPA struct {
 	ref provenance.Ref
 	ns  string
 	pa  *securityv1.PeerAuthentication
+}
+
+// workloadPolicyOf is workloadPolicy of w's namespace and labels, looked up once per workload.
+func (ix *Index) workloadPolicyOf(w *workload) *securityv1.PeerAuthentication {
+	if p := w.policy.Load(); p != nil {
+		return p.pa
+	}
+	p := &workloadPolicy{pa: ix.workloadPolicy(w.namespace, w.labels)}
+	w.policy.Store(p)
+	return p.pa
 }
 
 // workloadPolicy is the oldest workload-level PeerAuthentication (selector set, not in the root

@@ -5,9 +5,11 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	networking "istio.io/api/networking/v1alpha3"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	securityv1 "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -75,6 +77,14 @@ type workload struct {
 	weight         uint32
 	// dnsOnly marks a WorkloadEntry whose address is a hostname: only DNS ServiceEntries use it.
 	dnsOnly bool
+	// policy is the workload-level PeerAuthentication of the workload (Index.workloadPolicyOf),
+	// looked up on first use.
+	policy atomic.Pointer[workloadPolicy]
+}
+
+// workloadPolicy is the workload-level PeerAuthentication of a workload, nil for none.
+type workloadPolicy struct {
+	pa *securityv1.PeerAuthentication
 }
 
 func (w *workload) endpoint(port uint32) Endpoint {

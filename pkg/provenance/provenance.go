@@ -254,19 +254,20 @@ type Recorder struct {
 	shadows []bool
 	// keys is the buffer of sorted, kept for the next read.
 	keys []sortKey
-	// orders are the sorted orders of the last path sequences read, next the one to replace:
+	// orders are the sorted orders of the path sequences read, by their fingerprint (shape):
 	// objects of one kind record the same paths in the same order, so most reads reuse an order
 	// instead of sorting again.
-	orders [orderMemo]pathOrder
-	next   int
+	orders map[uint64][]*pathOrder
+	nOrder int
 	// scratch holds the sorted traces TakeShared compares with a template, and differ the
 	// indexes of those that differ.
 	scratch []FieldTrace
 	differ  []int32
 }
 
-// orderMemo is the number of path sequences a Recorder remembers the order of.
-const orderMemo = 16
+// orderMemo is the number of path sequences a Recorder remembers the order of; beyond it the
+// Recorder forgets them all and starts again.
+const orderMemo = 1024
 
 // pathOrder is the sorted order of one sequence of log paths.
 type pathOrder struct {
@@ -410,8 +411,9 @@ func (r *Recorder) Len() int { return len(r.log) }
 // them, never write them.
 func (r *Recorder) sorted() ([]int32, bool) {
 	noShadows := r.shadows == nil || !slices.Contains(r.shadows, true)
-	for k := range r.orders {
-		if o := &r.orders[k]; o.matches(r.log) {
+	k := shape(r.log)
+	for _, o := range r.orders[k] {
+		if o.matches(r.log) {
 			return o.order, noShadows && !o.repeated
 		}
 	}
@@ -429,9 +431,12 @@ func (r *Recorder) sorted() ([]int32, bool) {
 		}
 		return int(a.i) - int(b.i)
 	})
-	o := &r.orders[r.next]
-	r.next = (r.next + 1) % orderMemo
-	o.paths, o.order, o.repeated = make([]string, n), make([]int32, n), false
+	if r.orders == nil || r.nOrder >= orderMemo {
+		r.orders, r.nOrder = map[uint64][]*pathOrder{}, 0
+	}
+	o := &pathOrder{paths: make([]string, n), order: make([]int32, n)}
+	r.orders[k] = append(r.orders[k], o)
+	r.nOrder++
 	for i := range keys {
 		o.paths[i] = r.log[i].Path
 		o.order[i] = keys[i].i

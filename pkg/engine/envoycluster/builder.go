@@ -33,12 +33,6 @@ type builder struct {
 	serviceRef *provenance.Ref
 	// portPath is portField, made on first use.
 	portPath string
-	// rulePrimary and ruleConfig are the Resource and the `istio.config` metadata of the rule's
-	// primary DestinationRule, made on first use; ruleConfigValue is the metadata value, shared
-	// by the clusters of the port.
-	rulePrimary     *provenance.Ref
-	ruleConfig      string
-	ruleConfigValue *structpb.Value
 }
 
 func (b *builder) caresConfig() *anypb.Any {
@@ -622,16 +616,17 @@ func (st *clusterState) applyRuleMetadata() {
 	if r == nil {
 		return
 	}
-	if b.rulePrimary == nil {
+	sh := b.in.shared
+	if sh.ruleOf != r {
 		prim := r.Primary
-		b.rulePrimary = &prim
-		b.ruleConfig = "/apis/networking.istio.io/v1/namespaces/" + r.Primary.Namespace + "/destination-rule/" + r.Primary.Name
-		b.ruleConfigValue = structpb.NewStringValue(b.ruleConfig)
+		sh.ruleOf, sh.rulePrimary = r, &prim
+		sh.ruleConfig = "/apis/networking.istio.io/v1/namespaces/" + r.Primary.Namespace + "/destination-rule/" + r.Primary.Name
+		sh.ruleConfigValue = structpb.NewStringValue(sh.ruleConfig)
+		sh.rulePosition = b.positionNow(sh.rulePrimary, "metadata.name")
 	}
-	cfg, prim := b.ruleConfig, b.rulePrimary
-	st.istioMetadata().Fields["config"] = b.ruleConfigValue
-	st.set(pIstioMeta+".config", cfg, provenance.Origin{Layer: provenance.LayerDestinationRule, Resource: prim,
-		Note: "the first DestinationRule of the merge names the cluster (util.go AddConfigInfoMetadata)", Position: b.positionNow(prim, "metadata.name")})
+	st.istioMetadata().Fields["config"] = sh.ruleConfigValue
+	st.set(pIstioMeta+".config", sh.ruleConfig, provenance.Origin{Layer: provenance.LayerDestinationRule, Resource: sh.rulePrimary,
+		Note: "the first DestinationRule of the merge names the cluster (util.go AddConfigInfoMetadata)", Position: sh.rulePosition})
 	if st.subsetIndex >= 0 {
 		st.istioMetadata().Fields["subset"] = structpb.NewStringValue(st.subset)
 		o := b.origin(b.subsetSource(st.subsetIndex), "name")

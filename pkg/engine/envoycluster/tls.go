@@ -263,6 +263,14 @@ type hostShared struct {
 	// the note of what decided it.
 	autoMode          index.MTLSMode
 	autoWhy, autoNote string
+	// rulePrimary and ruleConfig are the Resource and the `istio.config` metadata of the primary
+	// DestinationRule of ruleOf, ruleConfigValue the metadata value and rulePosition the
+	// position of the rule's name.
+	ruleOf          *index.ConsolidatedRule
+	rulePrimary     *provenance.Ref
+	ruleConfig      string
+	ruleConfigValue *structpb.Value
+	rulePosition    *provenance.Position
 }
 
 // istioMutualContext returns the ISTIO_MUTUAL context for sans and alpn, its Sni to be set by
