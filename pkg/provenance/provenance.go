@@ -259,10 +259,8 @@ type Recorder struct {
 	// instead of sorting again.
 	orders map[uint64][]*pathOrder
 	nOrder int
-	// scratch holds the sorted traces TakeShared compares with a template, and differ the
-	// indexes of those that differ.
-	scratch []FieldTrace
-	differ  []int32
+	// differ is TakeShared's buffer of the entries that differ from a template's.
+	differ []int32
 }
 
 // orderMemo is the number of path sequences a Recorder remembers the order of; beyond it the
@@ -519,34 +517,32 @@ func (r *Recorder) TakeTraces() []FieldTrace {
 	return out
 }
 
-// TakeShared returns the recorded traces sorted by path, as TakeTraces does, kept against the
-// templates ts: the traces of an earlier object with the same paths, in the same order. Only
-// the traces that differ from the template's are copied; the first object of a sequence of
-// paths becomes its template. Objects of one kind built from similar inputs (the clusters of a
-// mesh) record mostly the same traces. The Recorder is left empty.
+// TakeShared returns the recorded traces, as TakeTraces does, kept against the templates ts:
+// the log of an earlier object that recorded the same paths in the same order. Only the
+// entries that differ from the template's are kept; the first object of a sequence of paths
+// becomes its template, with its sorted order. Objects of one kind built from similar inputs
+// (the clusters of a mesh) record mostly the same entries, so most of an object's traces are
+// its template's, and they are sorted and folded only when they are read (SharedTraces.Traces).
+// The Recorder is left empty.
 func (r *Recorder) TakeShared(ts *Templates) SharedTraces {
 	defer r.Reset()
-	order, single := r.sorted()
-	cur := r.scratch[:0]
-	if single {
-		for _, j := range order {
-			cur = append(cur, r.log[j])
-		}
-	} else {
-		cur = r.foldInto(slices.Grow(cur, len(order))[:len(order)], order)
-	}
-	r.scratch = cur[:0]
-	defer clear(cur)
-	tpl := ts.find(cur)
+	k := shape(r.log)
+	tpl := ts.find(k, r)
 	if tpl == nil {
-		return SharedTraces{template: ts.add(cur), set: true}
+		order, single := r.sorted()
+		tpl = &template{log: slices.Clone(r.log), order: slices.Clone(order), single: single}
+		if r.shadows != nil && slices.Contains(r.shadows, true) {
+			tpl.shadows = slices.Clone(r.shadows)
+		}
+		ts.add(k, tpl)
+		return SharedTraces{template: tpl}
 	}
-	// differ lists the traces that differ from the template's: patched ones (value and
+	// differ lists the entries that differ from the template's: patched ones (value and
 	// resource only) as i, the others as -1-i.
 	differ := r.differ[:0]
 	patched := 0
-	for i := range cur {
-		switch compareTrace(&cur[i], &tpl[i]) {
+	for i := range r.log {
+		switch compareEntry(&r.log[i], &tpl.log[i]) {
 		case traceIsSame:
 		case traceIsPatched:
 			differ = append(differ, int32(i))
@@ -556,7 +552,7 @@ func (r *Recorder) TakeShared(ts *Templates) SharedTraces {
 		}
 	}
 	r.differ = differ[:0]
-	out := SharedTraces{template: tpl, set: true}
+	out := SharedTraces{template: tpl}
 	if patched > 0 {
 		out.patches = make([]tracePatch, 0, patched)
 	}
@@ -565,15 +561,15 @@ func (r *Recorder) TakeShared(ts *Templates) SharedTraces {
 	}
 	for _, i := range differ {
 		if i >= 0 {
-			out.patches = append(out.patches, tracePatch{value: cur[i].Value, resource: cur[i].Origin.Resource, at: i})
+			out.patches = append(out.patches, tracePatch{value: r.log[i].Value, resource: r.log[i].Origin.Resource, at: i})
 			continue
 		}
-		out.own, out.at = append(out.own, cur[-1-i]), append(out.at, -1-i)
+		out.own, out.at = append(out.own, r.log[-1-i]), append(out.at, -1-i)
 	}
 	return out
 }
 
-// How a trace compares with the template's at its index.
+// How a log entry compares with the template's at its index.
 const (
 	traceIsSame = iota
 	// traceIsPatched: only the value or the origin's Resource differ.
@@ -581,10 +577,16 @@ const (
 	traceIsOther
 )
 
-// compareTrace compares a with b, the template's trace of the same path. Traces with shadows are
-// never shared.
-func compareTrace(a, b *FieldTrace) int {
-	if len(a.Shadowed) > 0 || len(b.Shadowed) > 0 || a.NotSent != b.NotSent || a.Path != b.Path {
+// compareEntry compares log entry a with b, the template's entry of the same path and kind. A
+// shadow entry holds one Shadow.
+func compareEntry(a, b *FieldTrace) int {
+	if len(a.Shadowed) != len(b.Shadowed) || a.NotSent != b.NotSent || a.Path != b.Path {
+		return traceIsOther
+	}
+	if len(a.Shadowed) > 0 {
+		if len(a.Shadowed) == 1 && a.Shadowed[0] == b.Shadowed[0] {
+			return traceIsSame
+		}
 		return traceIsOther
 	}
 	ao, bo := &a.Origin, &b.Origin
@@ -597,19 +599,27 @@ func compareTrace(a, b *FieldTrace) int {
 	return traceIsPatched
 }
 
-// SharedTraces are the sorted traces of one object, kept as a template's and the traces that
+// SharedTraces are the traces of one object, kept as a template's log and the entries that
 // differ from it (TakeShared). The zero value holds no traces.
 type SharedTraces struct {
-	template []FieldTrace
-	// patches are the traces that differ from the template's only in the value and the origin's
-	// Resource; own are the others, at the indexes at.
+	template *template
+	// patches are the entries that differ from the template's only in the value and the
+	// origin's Resource; own are the others, at the indexes at.
 	patches []tracePatch
 	own     []FieldTrace
 	at      []int32
-	set     bool
 }
 
-// tracePatch is the value and origin Resource of trace at of a template.
+// template is the log of the first object of a sequence of paths (and shadow entries), with
+// its sorted order: Recorder.sorted's.
+type template struct {
+	log     []FieldTrace
+	shadows []bool
+	order   []int32
+	single  bool
+}
+
+// tracePatch is the value and origin Resource of log entry at of a template.
 type tracePatch struct {
 	value    string
 	resource *Ref
@@ -617,50 +627,50 @@ type tracePatch struct {
 }
 
 // IsZero reports whether s was never taken from a Recorder.
-func (s SharedTraces) IsZero() bool { return !s.set }
+func (s SharedTraces) IsZero() bool { return s.template == nil }
 
-// Len is the number of traces.
-func (s SharedTraces) Len() int { return len(s.template) }
-
-// Traces returns the traces sorted by path, as TakeTraces would have: a new slice the caller
-// owns (its Shadowed lists too), nil when s is zero.
+// Traces returns the traces sorted by path, as TakeTraces would have returned them: a new
+// slice the caller owns (its Shadowed lists too), nil when s is zero.
 func (s SharedTraces) Traces() []FieldTrace {
-	if !s.set {
+	t := s.template
+	if t == nil {
 		return nil
 	}
-	out := make([]FieldTrace, len(s.template))
-	copy(out, s.template)
+	log := slices.Clone(t.log)
 	for _, p := range s.patches {
-		out[p.at].Value, out[p.at].Origin.Resource = p.value, p.resource
+		log[p.at].Value, log[p.at].Origin.Resource = p.value, p.resource
 	}
 	for k, i := range s.at {
-		out[i] = s.own[k]
+		log[i] = s.own[k]
 	}
-	for i := range out {
-		if len(out[i].Shadowed) > 0 {
-			out[i].Shadowed = slices.Clone(out[i].Shadowed)
+	if t.single {
+		out := make([]FieldTrace, len(t.order))
+		for i, j := range t.order {
+			out[i] = log[j]
 		}
+		return out
 	}
-	return out
+	r := Recorder{log: log, shadows: t.shadows}
+	return r.folded(t.order)
 }
 
-// Templates are the traces of earlier objects that TakeShared keeps later objects against, one
+// Templates are the logs of earlier objects that TakeShared keeps later objects against, one
 // per sequence of paths. It is safe for concurrent use; the zero value is ready to use.
 type Templates struct {
 	mu     sync.Mutex
-	shapes map[uint64][][]FieldTrace
+	shapes map[uint64][]*template
 	n      int
 }
 
-// maxTemplates bounds the templates one Templates holds; objects of further path sequences are
-// kept whole.
+// maxTemplates bounds the templates one Templates holds; objects of further sequences of paths
+// become templates that are not kept.
 const maxTemplates = 4096
 
-// shape is a fingerprint of the paths of traces; find compares the paths themselves.
-func shape(traces []FieldTrace) uint64 {
-	h := uint64(len(traces))
-	for i := range traces {
-		p := traces[i].Path
+// shape is a fingerprint of the paths of a log; matches compares the paths themselves.
+func shape(log []FieldTrace) uint64 {
+	h := uint64(len(log))
+	for i := range log {
+		p := log[i].Path
 		h = h*1099511628211 + uint64(len(p))
 		if len(p) > 0 {
 			h = h*1099511628211 + uint64(p[len(p)-1])
@@ -669,47 +679,43 @@ func shape(traces []FieldTrace) uint64 {
 	return h
 }
 
-// find returns the template with the paths of traces, or nil.
-func (ts *Templates) find(traces []FieldTrace) []FieldTrace {
-	k := shape(traces)
+// find returns the template of fingerprint k whose log has the paths and shadow entries of r's.
+func (ts *Templates) find(k uint64, r *Recorder) *template {
 	ts.mu.Lock()
 	candidates := ts.shapes[k]
 	ts.mu.Unlock()
 	for _, t := range candidates {
-		if samePaths(t, traces) {
+		if t.matches(r) {
 			return t
 		}
 	}
 	return nil
 }
 
-func samePaths(a, b []FieldTrace) bool {
-	if len(a) != len(b) {
+func (t *template) matches(r *Recorder) bool {
+	if len(t.log) != len(r.log) {
 		return false
 	}
-	for i := range a {
-		if a[i].Path != b[i].Path {
+	for i := range t.log {
+		if t.log[i].Path != r.log[i].Path || (t.shadows != nil && t.shadows[i]) != r.isShadow(i) {
 			return false
 		}
 	}
 	return true
 }
 
-// add returns a copy of traces, kept as the template of their paths while there is room.
-func (ts *Templates) add(traces []FieldTrace) []FieldTrace {
-	t := make([]FieldTrace, len(traces))
-	copy(t, traces)
-	k := shape(t)
+// add keeps t as a template of fingerprint k while there is room.
+func (ts *Templates) add(k uint64, t *template) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
-	if ts.n < maxTemplates {
-		if ts.shapes == nil {
-			ts.shapes = map[uint64][][]FieldTrace{}
-		}
-		ts.shapes[k] = append(ts.shapes[k], t)
-		ts.n++
+	if ts.n >= maxTemplates {
+		return
 	}
-	return t
+	if ts.shapes == nil {
+		ts.shapes = map[uint64][]*template{}
+	}
+	ts.shapes[k] = append(ts.shapes[k], t)
+	ts.n++
 }
 
 // IsBelow reports whether path p lies strictly below prefix (`a.b.c` and `a.b[0]` lie below `a.b`).
