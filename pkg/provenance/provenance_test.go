@@ -122,13 +122,7 @@ func TestRecorderFoldsLikeAMap(t *testing.T) {
 	for run := 0; run < 400; run++ {
 		seed := run / 2
 		m := &mapRecorder{traces: map[string]*FieldTrace{}}
-		x := uint32(seed*2654435761 + 1)
-		next := func(n int) int {
-			x ^= x << 13
-			x ^= x >> 17
-			x ^= x << 5
-			return int(x % uint32(n))
-		}
+		next := xorshift(uint32(seed*2654435761 + 1))
 		for step := 0; step < 20; step++ {
 			p := paths[next(len(paths))]
 			o := Origin{Layer: LayerIstioDefault, Note: fmt.Sprint(seed, step)}
@@ -237,13 +231,7 @@ func TestTakeSharedKeepsTheTraces(t *testing.T) {
 	pos := &Position{File: "f.yaml", Line: 3}
 	shapes := [][]string{{"a", "b", "c.d", "c.e"}, {"a", "b"}, {"name", "type", "x[0].y"}}
 	record := func(r *Recorder, seed int) {
-		x := uint32(seed*2654435761 + 7)
-		next := func(n int) int {
-			x ^= x << 13
-			x ^= x >> 17
-			x ^= x << 5
-			return int(x % uint32(n))
-		}
+		next := xorshift(uint32(seed*2654435761 + 7))
 		for _, p := range shapes[seed%len(shapes)] {
 			o := Origin{Layer: LayerDestinationRule, Field: "spec." + p}
 			switch next(8) {
@@ -335,5 +323,15 @@ func TestTakeSharedKeepsTheTraces(t *testing.T) {
 	var zero SharedTraces
 	if !zero.IsZero() || zero.Traces() != nil {
 		t.Fatal("the zero SharedTraces holds traces")
+	}
+}
+
+// xorshift returns a pseudo-random source from seed x: next(n) is in [0, n).
+func xorshift(x uint32) func(n int) int {
+	return func(n int) int {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		return int(x % uint32(n))
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mesh-explain/kubectl-mesh-explain/hack/meshgen/gen"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/envoycluster"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 )
 
 // TestMain fails the run when any test's builds wrote to the sub-messages that built clusters
@@ -31,14 +32,8 @@ func TestMain(m *testing.M) {
 // layering, TLS mode and resolution the generator makes) leaves the shared sub-messages as they
 // were made.
 func TestBuildsLeaveSharedMessagesUnchanged(t *testing.T) {
-	snap, m, err := gen.LoadSnapshot(gen.Config{Seed: 1, Sizes: gen.Scaled(0.02)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eb, err := gen.NewEveryClusterBench(snap, m.Queries())
-	if err != nil {
-		t.Fatal(err)
-	}
+	snap, queries := smallMesh(t)
+	eb := everyClusterBench(t, snap, queries)
 	built, _, err := eb.EveryCluster()
 	if err != nil {
 		t.Fatal(err)
@@ -54,18 +49,12 @@ func TestBuildsLeaveSharedMessagesUnchanged(t *testing.T) {
 // The index's DestinationRule entries share the lists and messages of the rules read (only a
 // merge copies them): indexing and building every cluster of a proxy leaves the rules as read.
 func TestBuildsLeaveDestinationRulesUnchanged(t *testing.T) {
-	snap, m, err := gen.LoadSnapshot(gen.Config{Seed: 1, Sizes: gen.Scaled(0.02)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	snap, queries := smallMesh(t)
 	before := make([]*networking.DestinationRule, len(snap.DestinationRules))
 	for i, dr := range snap.DestinationRules {
 		before[i] = proto.Clone(&dr.Spec).(*networking.DestinationRule)
 	}
-	eb, err := gen.NewEveryClusterBench(snap, m.Queries())
-	if err != nil {
-		t.Fatal(err)
-	}
+	eb := everyClusterBench(t, snap, queries)
 	e := envoycluster.NewExplainer(eb.Index, eb.Proxy)
 	merged := 0
 	for _, h := range e.Hosts() {
@@ -91,14 +80,8 @@ func TestBuildsLeaveDestinationRulesUnchanged(t *testing.T) {
 // same paths: expanded, every cluster of a generated mesh has the traces it has when each is
 // kept whole.
 func TestTracesKeptAgainstTemplatesAreWhole(t *testing.T) {
-	snap, m, err := gen.LoadSnapshot(gen.Config{Seed: 1, Sizes: gen.Scaled(0.02)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eb, err := gen.NewEveryClusterBench(snap, m.Queries())
-	if err != nil {
-		t.Fatal(err)
-	}
+	snap, queries := smallMesh(t)
+	eb := everyClusterBench(t, snap, queries)
 	compact, whole := envoycluster.NewExplainer(eb.Index, eb.Proxy), envoycluster.NewExplainerWholeTraces(eb.Index, eb.Proxy)
 	clusters, traces, shadowed := 0, 0, 0
 	for _, h := range compact.Hosts() {
@@ -135,4 +118,24 @@ func TestTracesKeptAgainstTemplatesAreWhole(t *testing.T) {
 		t.Fatalf("%d clusters, %d traces with shadows: the mesh does not exercise the templates", clusters, shadowed)
 	}
 	t.Logf("%d clusters, %d traces (%d with shadows)", clusters, traces, shadowed)
+}
+
+// smallMesh is the generated mesh of the tests (200 Services) and its queries.
+func smallMesh(t *testing.T) (*model.Snapshot, gen.Queries) {
+	t.Helper()
+	snap, m, err := gen.LoadSnapshot(gen.Config{Seed: 1, Sizes: gen.Scaled(0.02)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap, m.Queries()
+}
+
+// everyClusterBench is the index of snap and the client proxy of queries in it.
+func everyClusterBench(t *testing.T, snap *model.Snapshot, queries gen.Queries) *gen.EveryClusterBench {
+	t.Helper()
+	eb, err := gen.NewEveryClusterBench(snap, queries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return eb
 }
