@@ -455,11 +455,7 @@ func (r *Recorder) folded(order []int32) []FieldTrace {
 			n++
 		}
 	}
-	return r.foldInto(make([]FieldTrace, n), order)
-}
-
-// foldInto writes the folded traces of order into out, which has room for one per path.
-func (r *Recorder) foldInto(out []FieldTrace, order []int32) []FieldTrace {
+	out := make([]FieldTrace, n)
 	w := 0
 	for i := 0; i < len(order); {
 		j := i + 1
@@ -474,7 +470,7 @@ func (r *Recorder) foldInto(out []FieldTrace, order []int32) []FieldTrace {
 		w++
 		i = j
 	}
-	return out[:w]
+	return out
 }
 
 // EachValue calls fn with the value every path holds at the end (its last Set or SetNotSent;
