@@ -236,6 +236,9 @@ func (ix *Index) WorkloadPeerAuthentications(svc *Service) []WorkloadMTLS {
 	var prev, cur []workloadPA
 	for _, port := range sortedPorts(svc.Endpoints) {
 		prev, cur = cur, prev[:0]
+		if eps := svc.Endpoints[port]; cap(cur) < len(eps) {
+			cur = make([]workloadPA, 0, len(eps))
+		}
 		for i, ep := range svc.Endpoints[port] {
 			var wp workloadPA
 			if i < len(prev) && prev[i].ref == ep.Ref {

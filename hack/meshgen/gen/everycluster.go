@@ -28,9 +28,9 @@ func NewEveryClusterBench(snap *model.Snapshot, q Queries) (*EveryClusterBench, 
 // its scope, each explained with the origin of every field, through a new Explainer (what
 // istiod's BuildClusters does for the proxy, with the index as its PushContext), and the number
 // of scope, selection, host and route diagnostics of the hosts that have clusters.
-func (eb *EveryClusterBench) EveryCluster() ([]envoycluster.Built, int, error) {
+func (eb *EveryClusterBench) EveryCluster() ([]*envoycluster.Built, int, error) {
 	e := envoycluster.NewExplainer(eb.Index, eb.Proxy)
-	var out []envoycluster.Built
+	var out []*envoycluster.Built
 	diags := 0
 	for _, h := range e.Hosts() {
 		hc, err := e.Host(h)
@@ -41,9 +41,9 @@ func (eb *EveryClusterBench) EveryCluster() ([]envoycluster.Built, int, error) {
 			continue
 		}
 		diags += len(hc.Diagnostics)
-		for _, bc := range hc.Clusters {
-			if bc.Cluster != nil {
-				out = append(out, bc)
+		for i := range hc.Clusters {
+			if hc.Clusters[i].Cluster != nil {
+				out = append(out, &hc.Clusters[i])
 			}
 		}
 	}

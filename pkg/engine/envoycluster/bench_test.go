@@ -137,11 +137,10 @@ func BenchmarkClusterEveryClusterOfProxy(b *testing.B) {
 }
 
 // checkTraced fails b when a generated cluster has a field without an origin.
-func checkTraced(b *testing.B, built []envoycluster.Built) {
+func checkTraced(b *testing.B, built []*envoycluster.Built) {
 	b.Helper()
 	var bad []string
-	for i := range built {
-		bc := &built[i]
+	for _, bc := range built {
 		for _, p := range explaintest.Uncovered(explain.Object{Name: bc.Name, Message: bc.Cluster, Origins: bc.Traces()}) {
 			bad = append(bad, bc.Name+": "+p)
 		}

@@ -2,6 +2,7 @@ package envoycluster
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -122,6 +123,12 @@ func DefaultMeshConfig() *meshv1alpha1.MeshConfig {
 // buildOutboundClusters, cluster_builder.go applyDestinationRule). A DNS cluster without
 // endpoints is returned with a nil Cluster and a diagnostic.
 func BuildClusters(in Input) ([]Built, error) {
+	return appendClusters(nil, in)
+}
+
+// appendClusters is BuildClusters appending to dst, which it grows once for the port's
+// clusters; on an error it returns nil.
+func appendClusters(dst []Built, in Input) ([]Built, error) {
 	b, err := newBuilder(in)
 	if err != nil {
 		return nil, err
@@ -129,13 +136,16 @@ func BuildClusters(in Input) ([]Built, error) {
 	if err := b.supported(); err != nil {
 		return nil, err
 	}
-	out := []Built{b.build(-1)}
+	var subsets int
 	if b.in.Rule != nil && b.in.Rule.Spec != nil {
-		for i := range b.in.Rule.Spec.Subsets {
-			out = append(out, b.build(i))
-		}
+		subsets = len(b.in.Rule.Spec.Subsets)
 	}
-	return out, nil
+	dst = slices.Grow(dst, 1+subsets)
+	dst = append(dst, b.build(-1))
+	for i := range subsets {
+		dst = append(dst, b.build(i))
+	}
+	return dst, nil
 }
 
 // BuildCluster returns one cluster of in.Service's port in.Port: the default cluster when subset

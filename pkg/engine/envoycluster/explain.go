@@ -214,9 +214,13 @@ func (e *Explainer) host(hostname string, port uint32, subset string) (*HostClus
 	out.Service, out.Scope = svc, scope
 	sel := ix.DestinationRule(proxy, svc)
 	out.Selection = sel
-	out.Diagnostics = append(out.Diagnostics, sel.Diagnostics...)
-	out.Diagnostics = append(out.Diagnostics, ix.HostDiagnostics(proxy, svc, sel)...)
-	out.Diagnostics = append(out.Diagnostics, ix.RouteDiagnostics(proxy, svc, sel)...)
+	hostDiags, routeDiags := ix.HostDiagnostics(proxy, svc, sel), ix.RouteDiagnostics(proxy, svc, sel)
+	if n := len(scopeDiags) + len(sel.Diagnostics) + len(hostDiags) + len(routeDiags); n > len(scopeDiags) {
+		out.Diagnostics = append(make([]explain.Diagnostic, 0, n), scopeDiags...)
+		out.Diagnostics = append(out.Diagnostics, sel.Diagnostics...)
+		out.Diagnostics = append(out.Diagnostics, hostDiags...)
+		out.Diagnostics = append(out.Diagnostics, routeDiags...)
+	}
 
 	full := svc
 	if scope != nil && scope.Full != nil {
@@ -254,6 +258,14 @@ func (e *Explainer) host(hostname string, port uint32, subset string) (*HostClus
 		in.templates = &e.templates
 	}
 	out.snap, out.positions = e.snap, in.positions
+	clusters := len(svc.Ports)
+	if port != 0 {
+		clusters = 1
+	}
+	if sel.Rule != nil && sel.Rule.Spec != nil {
+		clusters *= 1 + len(sel.Rule.Spec.Subsets)
+	}
+	out.Clusters = make([]Built, 0, clusters)
 	for i, p := range svc.Ports {
 		if port != 0 && p.Number != port {
 			continue
@@ -266,11 +278,13 @@ func (e *Explainer) host(hostname string, port uint32, subset string) (*HostClus
 			continue
 		}
 		in.Port = p
-		built, err := BuildClusters(in)
-		if err != nil {
+		var err error
+		if out.Clusters, err = appendClusters(out.Clusters, in); err != nil {
 			return nil, err
 		}
-		out.Clusters = append(out.Clusters, built...)
+	}
+	if len(out.Clusters) == 0 {
+		out.Clusters = nil
 	}
 	return out, nil
 }
