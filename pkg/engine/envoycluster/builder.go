@@ -19,6 +19,7 @@ import (
 	meshv1alpha1 "istio.io/api/mesh/v1alpha1"
 	networking "istio.io/api/networking/v1alpha3"
 
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
@@ -34,6 +35,24 @@ type builder struct {
 	serviceRef *provenance.Ref
 	// portPath is portField, made on first use.
 	portPath string
+	// def is the default cluster's effective policy and defDiags the diagnostics resolving it
+	// wrote, made on first use: every cluster of the port starts from them.
+	def      *effective
+	defDiags []explain.Diagnostic
+}
+
+// defaultPolicy returns resolveDefault's policy, resolved once per port, and adds the
+// diagnostics resolving it wrote to d.
+func (b *builder) defaultPolicy(d *diagnostics) *effective {
+	if b.def == nil {
+		var dd diagnostics
+		b.def = b.resolveDefault(&dd)
+		b.defDiags = dd.list
+	}
+	if len(b.defDiags) > 0 {
+		d.list = append(d.list, b.defDiags...)
+	}
+	return b.def
 }
 
 func (b *builder) caresConfig() *anypb.Any {
@@ -198,7 +217,7 @@ func sniName(subset, host string, port uint32) string {
 // build builds the default cluster (i < 0) or subset cluster i.
 func (b *builder) build(i int) Built {
 	d := &diagnostics{}
-	def := b.resolveDefault(d)
+	def := b.defaultPolicy(d)
 	eff := def
 	subset := ""
 	if i >= 0 {
