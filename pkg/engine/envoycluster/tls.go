@@ -98,8 +98,9 @@ func (b *builder) autoMTLSOrigin(mode index.MTLSMode, why provenance.Origin) pro
 }
 
 // upstreamTLSSettings mirrors cluster_tls.go buildUpstreamTLSSettings (proxy metadata client
-// certificates are not modelled).
-func (st *clusterState) upstreamTLSSettings(tls *networking.ClientTLSSettings) (*tlsSettings, index.MTLSMode) {
+// certificates are not modelled): it fills out (the caller's, which stays on its stack) and
+// returns it, or returns nil for no TLS.
+func (st *clusterState) upstreamTLSSettings(tls *networking.ClientTLSSettings, out *tlsSettings) (*tlsSettings, index.MTLSMode) {
 	// A DestinationRule tls block is used as written, except ISTIO_MUTUAL, which gets the default
 	// SNI and the service's identities when it names none. Without a tls block, auto-mTLS
 	// synthesizes ISTIO_MUTUAL unless the host is external, enableAutoMtls is off or the inferred
@@ -111,7 +112,7 @@ func (st *clusterState) upstreamTLSSettings(tls *networking.ClientTLSSettings) (
 	sniDefault := istioDefault("outbound_.<port>_.<subset>_.<host> (model.BuildDNSSrvSubsetKey)")
 	if tls != nil {
 		o := func(f string) provenance.Origin { return st.blockOrigin(bTLS, "tls."+f) }
-		out := &tlsSettings{tls: tls, mode: o("mode"), sni: o("sni"), sans: o("subjectAltNames")}
+		*out = tlsSettings{tls: tls, mode: o("mode"), sni: o("sni"), sans: o("subjectAltNames")}
 		switch tls.Mode {
 		case networking.ClientTLSSettings_DISABLE, networking.ClientTLSSettings_SIMPLE, networking.ClientTLSSettings_MUTUAL:
 			return out, index.MTLSUnknown
@@ -134,10 +135,9 @@ func (st *clusterState) upstreamTLSSettings(tls *networking.ClientTLSSettings) (
 	if svc.MeshExternal || !b.mesh.GetEnableAutoMtls().GetValue() || mode == index.MTLSUnknown || mode == index.MTLSDisable {
 		return nil, mode
 	}
-	return &tlsSettings{
-		tls:  &networking.ClientTLSSettings{Mode: networking.ClientTLSSettings_ISTIO_MUTUAL, SubjectAltNames: sas, Sni: st.defaultSNI},
-		auto: true, mode: b.autoMTLSOrigin(mode, why), sni: sniDefault, sans: sasOrigin,
-	}, mode
+	out.auto, out.mode, out.sni, out.sans = true, b.autoMTLSOrigin(mode, why), sniDefault, sasOrigin
+	out.tls = &networking.ClientTLSSettings{Mode: networking.ClientTLSSettings_ISTIO_MUTUAL, SubjectAltNames: sas, Sni: st.defaultSNI}
+	return out, mode
 }
 
 // applyTLS mirrors applyUpstreamTLSSettings and applyUpstreamProxyProtocol.
@@ -147,7 +147,8 @@ func (st *clusterState) applyTLS(userTLS *networking.ClientTLSSettings, pp *netw
 	// no per-endpoint fallback. The socket paths are decided before recording so PROXY protocol
 	// wrapping (applied last) is traced at its final place.
 	b, c := st.b, st.c
-	ts, mode := st.upstreamTLSSettings(userTLS)
+	var settings tlsSettings
+	ts, mode := st.upstreamTLSSettings(userTLS, &settings)
 	st.tlsDiagnostics(userTLS, ts, mode)
 	ctx, ok := st.tlsContext(ts)
 	if !ok {
