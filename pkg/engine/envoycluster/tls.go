@@ -254,7 +254,8 @@ type mutualContext struct {
 // ISTIO_MUTUAL context of the previous one, and every cluster of the host carries the same
 // telemetry service metadata. The clusters share these messages: read them, never write them.
 type hostShared struct {
-	mutual *mutualContext
+	// mutual are the ISTIO_MUTUAL contexts made for the host, one per ALPN list its ports use.
+	mutual []*mutualContext
 	// services is the `istio.services` metadata value of servicesOf, and servicesValue its
 	// display form.
 	servicesOf    *index.Service
@@ -272,13 +273,24 @@ type hostShared struct {
 	ruleConfig      string
 	ruleConfigValue *structpb.Value
 	rulePosition    *provenance.Position
+	// outliers are the OutlierDetection messages made for the host, by block.
+	outliers []sharedOutlier
+}
+
+// sharedOutlier is the OutlierDetection message made for a DestinationRule (or MeshConfig)
+// outlierDetection block.
+type sharedOutlier struct {
+	in  *networking.OutlierDetection
+	out *clusterv3.OutlierDetection
 }
 
 // istioMutualContext returns the ISTIO_MUTUAL context for sans and alpn, its Sni to be set by
 // the caller. The context is the host's: it is marshalled into the cluster, never kept.
 func (b *builder) istioMutualContext(sans, alpn []string) *tlsv3.UpstreamTlsContext {
-	if m := b.in.shared.mutual; m != nil && slices.Equal(m.sans, sans) && slices.Equal(m.alpn, alpn) {
-		return m.ctx
+	for _, m := range b.in.shared.mutual {
+		if slices.Equal(m.sans, sans) && slices.Equal(m.alpn, alpn) {
+			return m.ctx
+		}
 	}
 	ctx := &tlsv3.UpstreamTlsContext{CommonTlsContext: defaultCommonTLSContext()}
 	ctx.CommonTlsContext.TlsCertificateSdsSecretConfigs = []*tlsv3.SdsSecretConfig{sdsSecret("default")}
@@ -288,7 +300,7 @@ func (b *builder) istioMutualContext(sans, alpn []string) *tlsv3.UpstreamTlsCont
 			ValidationContextSdsSecretConfig: sdsSecret("ROOTCA"),
 		}}
 	ctx.CommonTlsContext.AlpnProtocols = alpn
-	b.in.shared.mutual = &mutualContext{sans: sans, alpn: alpn, ctx: ctx, noSNI: mutualContextBytes(sans, alpn)}
+	b.in.shared.mutual = append(b.in.shared.mutual, &mutualContext{sans: sans, alpn: alpn, ctx: ctx, noSNI: mutualContextBytes(sans, alpn)})
 	return ctx
 }
 
@@ -365,8 +377,13 @@ const upstreamTLSType = "type.googleapis.com/envoy.extensions.transport_sockets.
 // the last one set) to the bytes without it: deterministic marshalling writes fields in number
 // order, so the result is the same.
 func (b *builder) tlsAny(ctx *tlsv3.UpstreamTlsContext) *anypb.Any {
-	m := b.in.shared.mutual
-	if m == nil || ctx != m.ctx {
+	var m *mutualContext
+	for _, mc := range b.in.shared.mutual {
+		if mc.ctx == ctx {
+			m = mc
+		}
+	}
+	if m == nil {
 		return mustAny(ctx)
 	}
 	v := make([]byte, len(m.noSNI), len(m.noSNI)+len(ctx.Sni)+8)

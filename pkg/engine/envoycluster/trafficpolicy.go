@@ -8,7 +8,6 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	meshv1alpha1 "istio.io/api/mesh/v1alpha1"
@@ -173,8 +172,10 @@ func (st *clusterState) applyConnectionPool(cp *networking.ConnectionPoolSetting
 
 	// applyDefaultConnectionPool: the connect timeout starts from MeshConfig.
 	if ct := b.mesh.GetConnectTimeout(); ct != nil {
-		c.ConnectTimeout = proto.Clone(ct).(*durationpb.Duration)
-		st.set("connectTimeout", fmtDuration(c.ConnectTimeout), b.meshOrigin("connectTimeout"))
+		// The MeshConfig's message, shared as the DestinationRule's below are: clusters are
+		// never written to once built.
+		c.ConnectTimeout = ct
+		st.set("connectTimeout", fmtDuration(ct), b.meshOrigin("connectTimeout"))
 	}
 	if t := cp.GetTcp(); t != nil {
 		if t.ConnectTimeout != nil {
@@ -338,7 +339,11 @@ func (st *clusterState) applyOutlierDetection(od *networking.OutlierDetection) {
 	o := func(f string) provenance.Origin { return st.blockOrigin(bOutlierDetection, f) }
 	// A present block (even {}) always disables success-rate ejection; consecutive error
 	// counters are enforced at 100% when positive and 0% when explicitly 0.
-	out := &clusterv3.OutlierDetection{EnforcingSuccessRate: u32(0)}
+	// The message is built on the stack and kept once per host and block (clusters are never
+	// written to once built).
+	var built clusterv3.OutlierDetection
+	out := &built
+	out.EnforcingSuccessRate = u32(0)
 	st.set("outlierDetection.enforcingSuccessRate", "0", istioDefault("success-rate ejection is always disabled (applyOutlierDetection)"))
 	if e := od.Consecutive_5XxErrors; e != nil {
 		v := e.GetValue()
@@ -395,7 +400,7 @@ func (st *clusterState) applyOutlierDetection(od *networking.OutlierDetection) {
 		out.EnforcingLocalOriginSuccessRate = u32(0)
 		st.set("outlierDetection.enforcingLocalOriginSuccessRate", "0", istioDefault("local-origin success-rate ejection is always disabled"))
 	}
-	c.OutlierDetection = out
+	c.OutlierDetection = st.b.in.shared.outlierDetection(od, out)
 
 	// Disable the panic threshold by default: minHealthPercent (0 when unset) is always written.
 	mhp := od.MinHealthPercent
@@ -410,6 +415,53 @@ func (st *clusterState) applyOutlierDetection(od *networking.OutlierDetection) {
 		}
 		c.CommonLbConfig.HealthyPanicThreshold = &typev3.Percent{Value: float64(mhp)}
 		st.set("commonLbConfig.healthyPanicThreshold", strconv.FormatInt(int64(mhp), 10)+"%", po)
+	}
+}
+
+// outlierDetection returns the host's OutlierDetection message for block od: the one made for
+// an earlier cluster, or a copy of m, the message applyOutlierDetection built for it.
+func (sh *hostShared) outlierDetection(od *networking.OutlierDetection, m *clusterv3.OutlierDetection) *clusterv3.OutlierDetection {
+	for _, s := range sh.outliers {
+		if s.in == od {
+			return s.out
+		}
+	}
+	out := copyOutlierDetection(m)
+	sh.outliers = append(sh.outliers, sharedOutlier{in: od, out: out})
+	return out
+}
+
+// copyOutlierDetection copies every field of m into a new message (proto.Clone would move m,
+// built on the caller's stack, to the heap). TestCopyOutlierDetectionKeepsEveryField fails
+// when go-control-plane adds a field this leaves out.
+func copyOutlierDetection(m *clusterv3.OutlierDetection) *clusterv3.OutlierDetection {
+	return &clusterv3.OutlierDetection{
+		Consecutive_5Xx:                        m.Consecutive_5Xx,
+		Interval:                               m.Interval,
+		BaseEjectionTime:                       m.BaseEjectionTime,
+		MaxEjectionPercent:                     m.MaxEjectionPercent,
+		EnforcingConsecutive_5Xx:               m.EnforcingConsecutive_5Xx,
+		EnforcingSuccessRate:                   m.EnforcingSuccessRate,
+		SuccessRateMinimumHosts:                m.SuccessRateMinimumHosts,
+		SuccessRateRequestVolume:               m.SuccessRateRequestVolume,
+		SuccessRateStdevFactor:                 m.SuccessRateStdevFactor,
+		ConsecutiveGatewayFailure:              m.ConsecutiveGatewayFailure,
+		EnforcingConsecutiveGatewayFailure:     m.EnforcingConsecutiveGatewayFailure,
+		SplitExternalLocalOriginErrors:         m.SplitExternalLocalOriginErrors,
+		ConsecutiveLocalOriginFailure:          m.ConsecutiveLocalOriginFailure,
+		EnforcingConsecutiveLocalOriginFailure: m.EnforcingConsecutiveLocalOriginFailure,
+		EnforcingLocalOriginSuccessRate:        m.EnforcingLocalOriginSuccessRate,
+		FailurePercentageThreshold:             m.FailurePercentageThreshold,
+		EnforcingFailurePercentage:             m.EnforcingFailurePercentage,
+		EnforcingFailurePercentageLocalOrigin:  m.EnforcingFailurePercentageLocalOrigin,
+		FailurePercentageMinimumHosts:          m.FailurePercentageMinimumHosts,
+		FailurePercentageRequestVolume:         m.FailurePercentageRequestVolume,
+		MaxEjectionTime:                        m.MaxEjectionTime,
+		MaxEjectionTimeJitter:                  m.MaxEjectionTimeJitter,
+		SuccessfulActiveHealthCheckUnejectHost: m.SuccessfulActiveHealthCheckUnejectHost,
+		Monitors:                               m.Monitors,
+		AlwaysEjectOneHost:                     m.AlwaysEjectOneHost,
+		DetectDegradedHosts:                    m.DetectDegradedHosts,
 	}
 }
 
