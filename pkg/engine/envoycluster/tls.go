@@ -273,8 +273,18 @@ type hostShared struct {
 	ruleConfig      string
 	ruleConfigValue *structpb.Value
 	rulePosition    *provenance.Position
-	// outliers are the OutlierDetection messages made for the host, by block.
+	// outliers are the OutlierDetection messages made for the host, by block, and breakers
+	// its CircuitBreakers messages, by pair of connectionPool and retryBudget blocks.
 	outliers []sharedOutlier
+	breakers []sharedBreakers
+}
+
+// sharedBreakers is the CircuitBreakers message made for a connectionPool and a retryBudget
+// block (either may be nil).
+type sharedBreakers struct {
+	cp  *networking.ConnectionPoolSettings
+	rb  *networking.TrafficPolicy_RetryBudget
+	out *clusterv3.CircuitBreakers
 }
 
 // sharedOutlier is the OutlierDetection message made for a DestinationRule (or MeshConfig)

@@ -121,13 +121,12 @@ func (st *clusterState) applyConnectionPool(cp *networking.ConnectionPoolSetting
 	// Every outbound cluster carries one DEFAULT-priority threshold with Istio's maxima; the
 	// HIGH priority is never configured (getDefaultCircuitBreakerThresholds).
 	def := istioDefault("Istio raises Envoy's circuit-breaker defaults (getDefaultCircuitBreakerThresholds)")
-	th := &clusterv3.CircuitBreakers_Thresholds{
-		MaxRetries:         u32(math.MaxUint32),
-		MaxRequests:        u32(math.MaxUint32),
-		MaxConnections:     u32(math.MaxUint32),
-		MaxPendingRequests: u32(math.MaxUint32),
-		TrackRemaining:     !b.flags.DisableTrackRemainingCBMetrics,
-	}
+	// The thresholds are built on the stack and kept once per host and pair of blocks
+	// (circuitBreakers).
+	var thresholds clusterv3.CircuitBreakers_Thresholds
+	th := &thresholds
+	th.MaxRetries, th.MaxRequests, th.MaxConnections, th.MaxPendingRequests = u32(math.MaxUint32), u32(math.MaxUint32), u32(math.MaxUint32), u32(math.MaxUint32)
+	th.TrackRemaining = !b.flags.DisableTrackRemainingCBMetrics
 	const max = "4294967295"
 	st.set(pCB+".maxConnections", max, def)
 	st.set(pCB+".maxPendingRequests", max, def)
@@ -195,7 +194,7 @@ func (st *clusterState) applyConnectionPool(cp *networking.ConnectionPoolSetting
 		}
 	}
 	st.applyTCPKeepalive(cp.GetTcp())
-	c.CircuitBreakers = &clusterv3.CircuitBreakers{Thresholds: []*clusterv3.CircuitBreakers_Thresholds{th}}
+	c.CircuitBreakers = st.b.in.shared.circuitBreakers(cp, rb, th)
 
 	// Any of these creates HttpProtocolOptions, even on a TCP port (which then gets an explicit
 	// HTTP/1.1 config in clusterWrapper.build); the HTTP/2-only ones are silently dropped unless
@@ -431,9 +430,37 @@ func (sh *hostShared) outlierDetection(od *networking.OutlierDetection, m *clust
 	return out
 }
 
+// circuitBreakers returns the host's CircuitBreakers message for the connectionPool and
+// retryBudget blocks cp and rb: the one made for an earlier cluster, or one holding a copy of
+// th, the thresholds applyConnectionPool built for them.
+func (sh *hostShared) circuitBreakers(cp *networking.ConnectionPoolSettings, rb *networking.TrafficPolicy_RetryBudget, th *clusterv3.CircuitBreakers_Thresholds) *clusterv3.CircuitBreakers {
+	for _, s := range sh.breakers {
+		if s.cp == cp && s.rb == rb {
+			return s.out
+		}
+	}
+	out := &clusterv3.CircuitBreakers{Thresholds: []*clusterv3.CircuitBreakers_Thresholds{copyThresholds(th)}}
+	sh.breakers = append(sh.breakers, sharedBreakers{cp: cp, rb: rb, out: out})
+	return out
+}
+
+// copyThresholds copies every field of th into a new message, as copyOutlierDetection does.
+func copyThresholds(th *clusterv3.CircuitBreakers_Thresholds) *clusterv3.CircuitBreakers_Thresholds {
+	return &clusterv3.CircuitBreakers_Thresholds{
+		Priority:           th.Priority,
+		MaxConnections:     th.MaxConnections,
+		MaxPendingRequests: th.MaxPendingRequests,
+		MaxRequests:        th.MaxRequests,
+		MaxRetries:         th.MaxRetries,
+		RetryBudget:        th.RetryBudget,
+		TrackRemaining:     th.TrackRemaining,
+		MaxConnectionPools: th.MaxConnectionPools,
+	}
+}
+
 // copyOutlierDetection copies every field of m into a new message (proto.Clone would move m,
-// built on the caller's stack, to the heap). TestCopyOutlierDetectionKeepsEveryField fails
-// when go-control-plane adds a field this leaves out.
+// built on the caller's stack, to the heap). TestCopiesKeepEveryField fails when
+// go-control-plane adds a field this leaves out.
 func copyOutlierDetection(m *clusterv3.OutlierDetection) *clusterv3.OutlierDetection {
 	return &clusterv3.OutlierDetection{
 		Consecutive_5Xx:                        m.Consecutive_5Xx,
