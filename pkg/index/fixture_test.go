@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-cmp/cmp/cmpopts"
 	meshv1alpha1 "istio.io/api/mesh/v1alpha1"
 	networking "istio.io/api/networking/v1alpha3"
 	securitybeta "istio.io/api/security/v1beta1"
@@ -316,3 +317,6 @@ func withPortLevel(pa *securityv1.PeerAuthentication, port uint32, mode security
 	pa.Spec.PortLevelMtls[port] = &securitybeta.PeerAuthentication_MutualTLS{Mode: mode}
 	return pa
 }
+
+// ignoreWorkload leaves out of a comparison the workload an Endpoint was made from.
+var ignoreWorkload = cmpopts.IgnoreUnexported(Endpoint{})

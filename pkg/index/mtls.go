@@ -228,8 +228,8 @@ func (ix *Index) WorkloadPeerAuthentications(svc *Service) []WorkloadMTLS {
 	if len(ix.peerAuthn.workload) == 0 {
 		return nil
 	}
-	var byPA map[provenance.Ref]*WorkloadMTLS
-	var order []provenance.Ref
+	var byPA map[*securityv1.PeerAuthentication]*WorkloadMTLS
+	var order []*securityv1.PeerAuthentication
 	// The ports of a service mostly list the same workloads in the same order: the policy of
 	// an endpoint is reused from the previous port's endpoint at its place when both name the
 	// same workload.
@@ -244,7 +244,11 @@ func (ix *Index) WorkloadPeerAuthentications(svc *Service) []WorkloadMTLS {
 			if i < len(prev) && prev[i].ref == ep.Ref {
 				wp = prev[i]
 			} else {
-				if w, ok := ix.workloadByRef[ep.Ref]; ok {
+				w := ep.workload
+				if w == nil {
+					w = ix.workloadByRef[ep.Ref]
+				}
+				if w != nil {
 					wp = workloadPA{ref: ep.Ref, ns: w.namespace, pa: ix.workloadPolicyOf(w)}
 				} else {
 					wp = workloadPA{ref: ep.Ref, ns: svc.Namespace, pa: ix.workloadPolicy(svc.Namespace, ep.Labels)}
@@ -255,22 +259,21 @@ func (ix *Index) WorkloadPeerAuthentications(svc *Service) []WorkloadMTLS {
 			if pa == nil {
 				continue
 			}
-			ref := paRef(pa)
-			wm := byPA[ref]
+			wm := byPA[pa]
 			if wm == nil {
 				if byPA == nil {
-					byPA = map[provenance.Ref]*WorkloadMTLS{}
+					byPA = map[*securityv1.PeerAuthentication]*WorkloadMTLS{}
 				}
 				wm = ix.composeWorkload(ns, pa)
-				byPA[ref] = wm
-				order = append(order, ref)
+				byPA[pa] = wm
+				order = append(order, pa)
 			}
 			wm.Endpoints = append(wm.Endpoints, ep)
 		}
 	}
 	var out []WorkloadMTLS
-	for _, ref := range order {
-		wm := byPA[ref]
+	for _, pa := range order {
+		wm := byPA[pa]
 		decisive := wm.Mode == MTLSStrict || wm.Mode == MTLSDisable
 		for _, ep := range wm.Endpoints {
 			if m := wm.ModeForPort(ep.Port); m == MTLSStrict || m == MTLSDisable {

@@ -182,7 +182,7 @@ func TestComposePeerAuthenticationForEndpoints(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tc.want, ix.WorkloadPeerAuthentications(svcs[0]), cmpopts.EquateEmpty()); diff != "" {
+			if diff := cmp.Diff(tc.want, ix.WorkloadPeerAuthentications(svcs[0]), cmpopts.EquateEmpty(), ignoreWorkload); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
@@ -214,7 +214,7 @@ func TestWorkloadPeerAuthenticationsPortsListDifferentWorkloads(t *testing.T) {
 		{PeerAuthentication: *paref("bookinfo", "v3-disable"), Mode: MTLSDisable,
 			Endpoints: []Endpoint{podEndpoint(v3, 9080), podEndpoint(v3, 9500)}},
 	}
-	if diff := cmp.Diff(want, ix.WorkloadPeerAuthentications(&svc), cmpopts.EquateEmpty()); diff != "" {
+	if diff := cmp.Diff(want, ix.WorkloadPeerAuthentications(&svc), cmpopts.EquateEmpty(), ignoreWorkload); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }

@@ -98,6 +98,7 @@ func (w *workload) endpoint(port uint32) Endpoint {
 		Locality:       w.locality,
 		Weight:         w.weight,
 		Ref:            w.ref,
+		workload:       w,
 	}
 }
 

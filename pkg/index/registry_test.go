@@ -96,7 +96,7 @@ func TestConvertKubeService(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]*Service{want}, got, cmpopts.EquateEmpty()); diff != "" {
+	if diff := cmp.Diff([]*Service{want}, got, cmpopts.EquateEmpty(), ignoreWorkload); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
@@ -234,7 +234,7 @@ func TestConvertServiceEntry(t *testing.T) {
 			if s.Resolution != tc.wantRes {
 				t.Errorf("resolution = %v, want %v", s.Resolution, tc.wantRes)
 			}
-			if diff := cmp.Diff(tc.wantEps, s.Endpoints, cmpopts.EquateEmpty()); diff != "" {
+			if diff := cmp.Diff(tc.wantEps, s.Endpoints, cmpopts.EquateEmpty(), ignoreWorkload); diff != "" {
 				t.Errorf("endpoints (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(tc.wantSAs, s.ServiceAccounts, cmpopts.EquateEmpty()); diff != "" {

@@ -56,6 +56,10 @@ type Endpoint struct {
 	Weight   uint32
 	// Ref is the Pod, WorkloadEntry or ServiceEntry behind the endpoint.
 	Ref provenance.Ref
+
+	// workload is the workload the endpoint was made from, nil for a ServiceEntry's own
+	// endpoints.
+	workload *workload
 }
 
 // Service is a registry service: a Kubernetes Service or one host of a ServiceEntry.
