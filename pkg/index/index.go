@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -63,6 +64,15 @@ type Index struct {
 	scopes        map[string][]scopeEntry
 	unmatched     []*drInfo
 	unmatchedDone bool
+	// lastScope is the scope scopeFor found last, with its proxy: the explanations of one
+	// proxy ask for it on every host.
+	lastScope atomic.Pointer[proxyScope]
+}
+
+// proxyScope is the sidecar scope of one Proxy.
+type proxyScope struct {
+	proxy *Proxy
+	scope *sidecarScope
 }
 
 // Build indexes snap. It never fails: objects it cannot interpret are skipped the way istiod

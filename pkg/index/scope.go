@@ -300,8 +300,19 @@ func (ix *Index) sidecarFor(p *Proxy) *networkingv1.Sidecar {
 }
 
 // scopeFor returns the proxy's sidecar scope, built on first use for the proxy's namespace and
-// labels (all it depends on) and kept in the index.
+// labels (all it depends on) and kept in the index. The scope found last is reused for the same
+// *Proxy without comparing labels: a Proxy is not changed once asked about.
 func (ix *Index) scopeFor(p *Proxy) *sidecarScope {
+	if last := ix.lastScope.Load(); last != nil && last.proxy == p {
+		return last.scope
+	}
+	sc := ix.scopeOf(p)
+	ix.lastScope.Store(&proxyScope{proxy: p, scope: sc})
+	return sc
+}
+
+// scopeOf is scopeFor without the last proxy's scope.
+func (ix *Index) scopeOf(p *Proxy) *sidecarScope {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	for _, e := range ix.scopes[p.Namespace] {
@@ -601,11 +612,14 @@ func (ix *Index) ServiceForProxy(p *Proxy, hostname string) (*Service, []explain
 		}
 		scope.EgressPorts = slices.Sorted(slices.Values(info.egressPorts))
 	}
-	full := ix.groups[hostname][svc.Namespace].merged
+	groups := ix.groups[hostname]
+	full := groups[svc.Namespace].merged
 	scope.Full = full
-	for _, ns := range sortedKeys(ix.groups[hostname]) {
-		if ns != svc.Namespace {
-			scope.Others = append(scope.Others, ix.groups[hostname][ns].chosen.svc.Ref)
+	if len(groups) > 1 {
+		for _, ns := range sortedKeys(groups) {
+			if ns != svc.Namespace {
+				scope.Others = append(scope.Others, groups[ns].chosen.svc.Ref)
+			}
 		}
 	}
 	var diags []explain.Diagnostic
