@@ -65,12 +65,13 @@ func (ix *Index) HostDiagnostics(p *Proxy, svc *Service, sel Selection) []explai
 			if len(s.GetLabels()) == 0 {
 				continue
 			}
-			var empty, all []string
+			var empty []string
+			all := 0
 			for _, port := range svc.Ports {
 				if port.Protocol == protocolUDP {
 					continue
 				}
-				all = append(all, fmt.Sprint(port.Number))
+				all++
 				found := false
 				for _, ep := range svc.Endpoints[port.Number] {
 					if labelsSubsetOf(s.GetLabels(), ep.Labels) {
@@ -90,7 +91,7 @@ func (ix *Index) HostDiagnostics(p *Proxy, svc *Service, sel Selection) []explai
 				from = sel.Rule.SubsetFrom[i]
 			}
 			where := "no endpoint of " + svc.Hostname
-			if len(empty) < len(all) {
+			if len(empty) < all {
 				where += " on port " + strings.Join(empty, ",")
 			}
 			effect := "its clusters have no endpoints and requests routed to it fail with 503 UH"
