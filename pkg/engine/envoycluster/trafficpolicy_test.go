@@ -48,17 +48,22 @@ func setEveryField(t *testing.T, m proto.Message) {
 	}
 }
 
-// The clusters of a host share the OutlierDetection message of one outlierDetection block; a
-// subset's own block gets its own message.
-func TestOutlierDetectionSharedPerBlock(t *testing.T) {
-	top := &networking.OutlierDetection{Consecutive_5XxErrors: wrapperspb.UInt32(7), Interval: durationpb.New(5e9)}
-	own := &networking.OutlierDetection{Consecutive_5XxErrors: wrapperspb.UInt32(3)}
+// The clusters of a host share the OutlierDetection message of one outlierDetection block and
+// the CircuitBreakers message of one pair of connectionPool and retryBudget blocks; a subset's
+// own blocks get their own messages, with their values.
+func TestPolicyMessagesSharedPerBlock(t *testing.T) {
 	dr := &networking.DestinationRule{
-		Host:          fooHost,
-		TrafficPolicy: &networking.TrafficPolicy{OutlierDetection: top},
+		Host: fooHost,
+		TrafficPolicy: &networking.TrafficPolicy{
+			OutlierDetection: &networking.OutlierDetection{Consecutive_5XxErrors: wrapperspb.UInt32(7), Interval: durationpb.New(5e9)},
+			ConnectionPool:   &networking.ConnectionPoolSettings{Tcp: &networking.ConnectionPoolSettings_TCPSettings{MaxConnections: 10}},
+		},
 		Subsets: []*networking.Subset{
 			{Name: "v1", Labels: map[string]string{"version": "v1"}},
-			{Name: "v2", Labels: map[string]string{"version": "v2"}, TrafficPolicy: &networking.TrafficPolicy{OutlierDetection: own}},
+			{Name: "v2", Labels: map[string]string{"version": "v2"}, TrafficPolicy: &networking.TrafficPolicy{
+				OutlierDetection: &networking.OutlierDetection{Consecutive_5XxErrors: wrapperspb.UInt32(3)},
+				ConnectionPool:   &networking.ConnectionPoolSettings{Http: &networking.ConnectionPoolSettings_HTTPSettings{Http2MaxRequests: 20}},
+			}},
 		},
 	}
 	built, err := BuildClusters(in(fooService(), httpPort, rule(dr), meshConfig(nil)))
@@ -68,56 +73,32 @@ func TestOutlierDetectionSharedPerBlock(t *testing.T) {
 	if len(built) != 3 {
 		t.Fatalf("%d clusters, want 3", len(built))
 	}
-	def, v1, v2 := built[0].Cluster.OutlierDetection, built[1].Cluster.OutlierDetection, built[2].Cluster.OutlierDetection
-	if def == nil || def != v1 {
-		t.Errorf("default and v1 clusters: OutlierDetection %p and %p, want one message", def, v1)
-	}
-	if v2 == nil || v2 == def {
-		t.Fatalf("v2 cluster shares the top-level OutlierDetection message")
-	}
-	if got := def.GetConsecutive_5Xx().GetValue(); got != 7 || def.GetInterval().AsDuration() != 5e9 {
-		t.Errorf("default cluster: consecutive5xx %d, interval %v; want 7, 5s", got, def.GetInterval().AsDuration())
-	}
-	if got := v2.GetConsecutive_5Xx().GetValue(); got != 3 || v2.GetInterval() != nil {
-		t.Errorf("v2 cluster: consecutive5xx %d, interval %v; want 3 and no interval", got, v2.GetInterval())
-	}
-}
-
-// The clusters of a host share the CircuitBreakers message of one pair of connectionPool and
-// retryBudget blocks; a subset's own connectionPool gets its own message.
-func TestCircuitBreakersSharedPerBlocks(t *testing.T) {
-	top := &networking.ConnectionPoolSettings{Tcp: &networking.ConnectionPoolSettings_TCPSettings{MaxConnections: 10}}
-	own := &networking.ConnectionPoolSettings{Http: &networking.ConnectionPoolSettings_HTTPSettings{Http2MaxRequests: 20}}
-	dr := &networking.DestinationRule{
-		Host:          fooHost,
-		TrafficPolicy: &networking.TrafficPolicy{ConnectionPool: top},
-		Subsets: []*networking.Subset{
-			{Name: "v1", Labels: map[string]string{"version": "v1"}},
-			{Name: "v2", Labels: map[string]string{"version": "v2"}, TrafficPolicy: &networking.TrafficPolicy{ConnectionPool: own}},
-		},
-	}
-	built, err := BuildClusters(in(fooService(), httpPort, rule(dr), meshConfig(nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(built) != 3 {
-		t.Fatalf("%d clusters, want 3", len(built))
-	}
-	def, v1, v2 := built[0].Cluster.CircuitBreakers, built[1].Cluster.CircuitBreakers, built[2].Cluster.CircuitBreakers
-	if def == nil || def != v1 {
-		t.Errorf("default and v1 clusters: CircuitBreakers %p and %p, want one message", def, v1)
-	}
-	if v2 == nil || v2 == def {
-		t.Fatalf("v2 cluster shares the top-level CircuitBreakers message")
-	}
-	want := defaultThresholds()
-	want.MaxConnections = wrapperspb.UInt32(10)
-	if got := def.GetThresholds(); len(got) != 1 || !proto.Equal(got[0], want) {
-		t.Errorf("default cluster thresholds %v, want %v", got, want)
-	}
-	want = defaultThresholds()
-	want.MaxRequests = wrapperspb.UInt32(20)
-	if got := v2.GetThresholds(); len(got) != 1 || !proto.Equal(got[0], want) {
-		t.Errorf("v2 cluster thresholds %v, want %v", got, want)
+	topCB, ownCB := defaultThresholds(), defaultThresholds()
+	topCB.MaxConnections, ownCB.MaxRequests = wrapperspb.UInt32(10), wrapperspb.UInt32(20)
+	for _, tc := range []struct {
+		name           string
+		get            func(*clusterv3.Cluster) proto.Message
+		wantTop, wantV proto.Message
+	}{
+		{"OutlierDetection", func(c *clusterv3.Cluster) proto.Message { return c.OutlierDetection },
+			&clusterv3.OutlierDetection{EnforcingSuccessRate: wrapperspb.UInt32(0), Consecutive_5Xx: wrapperspb.UInt32(7), EnforcingConsecutive_5Xx: wrapperspb.UInt32(100), Interval: durationpb.New(5e9)},
+			&clusterv3.OutlierDetection{EnforcingSuccessRate: wrapperspb.UInt32(0), Consecutive_5Xx: wrapperspb.UInt32(3), EnforcingConsecutive_5Xx: wrapperspb.UInt32(100)}},
+		{"CircuitBreakers", func(c *clusterv3.Cluster) proto.Message { return c.CircuitBreakers },
+			&clusterv3.CircuitBreakers{Thresholds: []*clusterv3.CircuitBreakers_Thresholds{topCB}},
+			&clusterv3.CircuitBreakers{Thresholds: []*clusterv3.CircuitBreakers_Thresholds{ownCB}}},
+	} {
+		def, v1, v2 := tc.get(built[0].Cluster), tc.get(built[1].Cluster), tc.get(built[2].Cluster)
+		if def != v1 {
+			t.Errorf("%s of the default and v1 clusters: %p and %p, want one message", tc.name, def, v1)
+		}
+		if v2 == def {
+			t.Errorf("%s of the v2 cluster is the top-level one", tc.name)
+		}
+		if !proto.Equal(def, tc.wantTop) {
+			t.Errorf("%s of the default cluster = %v, want %v", tc.name, def, tc.wantTop)
+		}
+		if !proto.Equal(v2, tc.wantV) {
+			t.Errorf("%s of the v2 cluster = %v, want %v", tc.name, v2, tc.wantV)
+		}
 	}
 }
