@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -87,6 +88,8 @@ type drEntry struct {
 	tpFrom     *drInfo
 	dupSubsets []dupSubset
 	ignoredTP  []*drInfo
+	// rule is the entry's ConsolidatedRule, made on first use (consolidated).
+	rule atomic.Pointer[ConsolidatedRule]
 }
 
 func (e *drEntry) has(d *drInfo) bool { return slices.Contains(e.from, d) }
@@ -443,10 +446,21 @@ func stepName(step int) string {
 	return ""
 }
 
-// consolidated is the entry as a ConsolidatedRule. Its Spec is the entry's own (a copy of the
-// input made when the index was built), shared by every selection of the entry, as istiod shares
-// its consolidated rules between proxies.
+// consolidated is the entry as a ConsolidatedRule, made once: it and its Spec (a copy of the
+// input made when the index was built) are shared by every selection of the entry, as istiod
+// shares its consolidated rules between proxies.
 func (e *drEntry) consolidated() *ConsolidatedRule {
+	if r := e.rule.Load(); r != nil {
+		return r
+	}
+	r := e.consolidate()
+	if !e.rule.CompareAndSwap(nil, r) {
+		return e.rule.Load()
+	}
+	return r
+}
+
+func (e *drEntry) consolidate() *ConsolidatedRule {
 	r := &ConsolidatedRule{
 		Spec:    e.spec,
 		Primary: e.primary.ref,

@@ -300,9 +300,10 @@ func NewRecorder() *Recorder { return &Recorder{} }
 // NewRecorderSize returns an empty Recorder with room for n entries.
 func NewRecorderSize(n int) *Recorder { return &Recorder{log: make([]FieldTrace, 0, n)} }
 
-// Reset empties the Recorder, keeping its buffers for the next object.
+// Reset empties the Recorder, keeping its buffers for the next object. The entries beyond the
+// new length are not cleared: the next object's entries overwrite them, and a pooled Recorder
+// is itself dropped by the collections that empty its pool.
 func (r *Recorder) Reset() {
-	clear(r.log)
 	r.log = r.log[:0]
 	r.shadows = nil
 }

@@ -651,7 +651,7 @@ func (st *clusterState) applyRuleMetadata() {
 		sh.ruleOf, sh.rulePrimary = r, &prim
 		sh.ruleConfig = "/apis/networking.istio.io/v1/namespaces/" + r.Primary.Namespace + "/destination-rule/" + r.Primary.Name
 		sh.ruleConfigValue = structpb.NewStringValue(sh.ruleConfig)
-		sh.rulePosition = b.positionNow(sh.rulePrimary, "metadata.name")
+		sh.rulePosition = b.namePosition(sh.rulePrimary)
 	}
 	st.istioMetadata().Fields["config"] = sh.ruleConfigValue
 	st.set(pIstioMeta+".config", sh.ruleConfig, provenance.Origin{Layer: provenance.LayerDestinationRule, Resource: sh.rulePrimary,

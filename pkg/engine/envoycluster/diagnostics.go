@@ -21,7 +21,6 @@ type diag struct {
 // clusters often share a cause).
 type diagnostics struct {
 	list []explain.Diagnostic
-	seen map[string]bool
 	// off silences the collector (used when evaluating a dropped block for its shadows).
 	off bool
 }
@@ -30,14 +29,12 @@ func (d *diagnostics) add(x diag) {
 	if d == nil || d.off {
 		return
 	}
-	key := x.id + "\x00" + x.msg
-	if d.seen == nil {
-		d.seen = map[string]bool{}
+	// A cluster has a handful of findings: a scan finds a duplicate faster than a set would.
+	for i := range d.list {
+		if d.list[i].ID == x.id && d.list[i].Message == x.msg {
+			return
+		}
 	}
-	if d.seen[key] {
-		return
-	}
-	d.seen[key] = true
 	d.list = append(d.list, explain.Diagnostic{ID: x.id, Severity: x.sev, Message: x.msg, Resources: x.refs, Fix: x.fix})
 }
 

@@ -164,9 +164,9 @@ func checkHostClusters(t *testing.T, host string, hc *HostClusters, want *explai
 	}
 	for _, bc := range hc.Clusters {
 		for _, ft := range bc.Origins {
-			placeholder := ft.Origin.Position == deferred
+			placeholder := ft.Origin.Position == deferred || ft.Origin.Position == deferredName
 			for _, sh := range ft.Shadowed {
-				placeholder = placeholder || sh.Origin.Position == deferred
+				placeholder = placeholder || sh.Origin.Position == deferred || sh.Origin.Position == deferredName
 			}
 			if placeholder {
 				t.Errorf("%s: %s %s keeps the placeholder position after ResolvePositions", host, bc.Name, ft.Path)

@@ -125,6 +125,10 @@ func (c *positionCache) lookup(snap *model.Snapshot, k positionKey) *provenance.
 // looked up yet" and is replaced before the origin is shown.
 var deferred = &provenance.Position{}
 
+// deferredName is deferred for an origin that locates its Resource's metadata.name, not its
+// Field (the `istio.config` metadata names the rule, not a field of it).
+var deferredName = &provenance.Position{}
+
 // position returns the file position of a field of an object, when the snapshot knows it.
 // Origins of the same field share the Position. When the build defers positions it returns
 // deferred, for resolvePositions.
@@ -138,27 +142,36 @@ func (b *builder) position(ref *provenance.Ref, field string) *provenance.Positi
 	return b.in.positions.lookup(b.in.Snapshot, positionKey{model.ObjectKey{Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name}, field})
 }
 
-// positionNow is position for an origin whose Field is not the field located: never deferred.
-func (b *builder) positionNow(ref *provenance.Ref, field string) *provenance.Position {
+// namePosition is the position of the metadata.name of ref, for an origin whose Field is not
+// the field located. When the build defers positions it returns deferredName.
+func (b *builder) namePosition(ref *provenance.Ref) *provenance.Position {
 	if b.in.Snapshot == nil || ref == nil {
 		return nil
 	}
-	return b.in.positions.lookup(b.in.Snapshot, positionKey{model.ObjectKey{Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name}, field})
+	if b.in.deferPositions {
+		return deferredName
+	}
+	return b.in.positions.lookup(b.in.Snapshot, positionKey{model.ObjectKey{Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name}, "metadata.name"})
 }
 
 // resolvePositions fills in the Origins of the builds of bs kept compactly, and the positions
 // the builds deferred: every origin whose Position is deferred gets the position of its
-// Resource's Field (or none).
+// Resource's Field (deferredName: of its Resource's metadata.name), or none.
 func resolvePositions(snap *model.Snapshot, cache *positionCache, bs []Built) {
 	fill := func(o *provenance.Origin) {
-		if o.Position != deferred {
+		field := o.Field
+		switch o.Position {
+		case deferred:
+		case deferredName:
+			field = "metadata.name"
+		default:
 			return
 		}
 		o.Position = nil
-		if snap == nil || o.Resource == nil || o.Field == "" {
+		if snap == nil || o.Resource == nil || field == "" {
 			return
 		}
-		o.Position = cache.lookup(snap, positionKey{model.ObjectKey{Kind: o.Resource.Kind, Namespace: o.Resource.Namespace, Name: o.Resource.Name}, o.Field})
+		o.Position = cache.lookup(snap, positionKey{model.ObjectKey{Kind: o.Resource.Kind, Namespace: o.Resource.Namespace, Name: o.Resource.Name}, field})
 	}
 	for i := range bs {
 		if bs[i].Origins == nil && !bs[i].traces.IsZero() {
