@@ -39,6 +39,8 @@ type builder struct {
 	// wrote, made on first use: every cluster of the port starts from them.
 	def      *effective
 	defDiags []explain.Diagnostic
+	// meshLocality is the lbSetting of MeshConfig localityLbSetting, made on first use.
+	meshLocality *lbSetting
 }
 
 // defaultPolicy returns resolveDefault's policy, resolved once per port, and adds the
@@ -83,6 +85,17 @@ type clusterState struct {
 	commonHTTPFrom provenance.Origin
 	// scratch marks a state used only to compute what a dropped block would have written.
 	scratch bool
+	// meta is what the cluster's `istio` filter metadata holds, written into it by setMetadata.
+	meta clusterMeta
+}
+
+// clusterMeta is the content of a cluster's `istio` filter metadata (util.go
+// AddConfigInfoMetadata, AddSubsetToMetadata, AddALPNOverrideToMetadata, telemetry services).
+type clusterMeta struct {
+	services, config *structpb.Value
+	// subset is set when inSubset (the cluster of a subset).
+	subset                           string
+	inSubset, external, alpnOverride bool
 }
 
 func newBuilder(in Input) (*builder, error) {
@@ -240,6 +253,7 @@ func (b *builder) build(i int) Built {
 	st.applyEdsConfig()
 	st.applyMetadataExchange()
 	st.applyRuleMetadata()
+	st.c.Metadata = b.in.shared.metadata(st.meta)
 	st.finish()
 	st.addShadows()
 	out.Cluster = st.c
@@ -589,25 +603,48 @@ func (st *clusterState) addTelemetryMetadata() {
 		}})
 		sh.servicesValue = "[{host: " + svc.Hostname + ", name: " + name + ", namespace: " + svc.Namespace + "}]"
 	}
-	st.istioMetadata().Fields["services"] = sh.services
+	st.meta.services = sh.services
 	o := b.registryOrigin("metadata", "service identity for telemetry (PILOT_ENABLE_TELEMETRY_LABEL)")
 	st.set(pIstioMeta+".services", sh.servicesValue, o)
 }
 
-func (st *clusterState) istioMetadata() *structpb.Struct {
-	c := st.c
-	if c.Metadata == nil {
-		c.Metadata = &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{}}
+// metadata returns the Metadata message of clusters whose `istio` filter metadata is m (nil
+// when m is empty), made once per host: the default clusters of a host's ports carry the same
+// metadata, and so do the clusters of one subset.
+func (sh *hostShared) metadata(m clusterMeta) *corev3.Metadata {
+	if m == (clusterMeta{}) {
+		return nil
 	}
-	if c.Metadata.FilterMetadata == nil {
-		c.Metadata.FilterMetadata = map[string]*structpb.Struct{}
+	for _, x := range sh.metas {
+		if x.meta == m {
+			return x.out
+		}
 	}
-	im, ok := c.Metadata.FilterMetadata["istio"]
-	if !ok {
-		im = &structpb.Struct{Fields: map[string]*structpb.Value{}}
-		c.Metadata.FilterMetadata["istio"] = im
+	fields := make(map[string]*structpb.Value, 3)
+	if m.services != nil {
+		fields["services"] = m.services
 	}
-	return im
+	if m.external {
+		fields["external"] = structpb.NewBoolValue(true)
+	}
+	if m.config != nil {
+		fields["config"] = m.config
+	}
+	if m.inSubset {
+		fields["subset"] = structpb.NewStringValue(m.subset)
+	}
+	if m.alpnOverride {
+		fields["alpn_override"] = structpb.NewStringValue("false")
+	}
+	out := &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{"istio": {Fields: fields}}}
+	sh.metas = append(sh.metas, sharedMeta{meta: m, out: out})
+	return out
+}
+
+// sharedMeta is the Metadata message made for a clusterMeta.
+type sharedMeta struct {
+	meta clusterMeta
+	out  *corev3.Metadata
 }
 
 // applyEdsConfig mirrors cluster_builder.go maybeApplyEdsConfig, run after the traffic policy
@@ -638,7 +675,7 @@ func (st *clusterState) applyRuleMetadata() {
 	b := st.b
 	svc := b.in.Service
 	if st.subsetIndex < 0 && svc.MeshExternal {
-		st.istioMetadata().Fields["external"] = structpb.NewBoolValue(true)
+		st.meta.external = true
 		st.set(pIstioMeta+".external", "true", b.registryOrigin("spec.location", "MESH_EXTERNAL"))
 	}
 	r := b.in.Rule
@@ -653,16 +690,16 @@ func (st *clusterState) applyRuleMetadata() {
 		sh.ruleConfigValue = structpb.NewStringValue(sh.ruleConfig)
 		sh.rulePosition = b.namePosition(sh.rulePrimary)
 	}
-	st.istioMetadata().Fields["config"] = sh.ruleConfigValue
+	st.meta.config = sh.ruleConfigValue
 	st.set(pIstioMeta+".config", sh.ruleConfig, provenance.Origin{Layer: provenance.LayerDestinationRule, Resource: sh.rulePrimary,
 		Note: "the first DestinationRule of the merge names the cluster (util.go AddConfigInfoMetadata)", Position: sh.rulePosition})
 	if st.subsetIndex >= 0 {
-		st.istioMetadata().Fields["subset"] = structpb.NewStringValue(st.subset)
+		st.meta.subset, st.meta.inSubset = st.subset, true
 		o := b.origin(b.subsetSource(st.subsetIndex), "name")
 		st.set(pIstioMeta+".subset", st.subset, o)
 	}
 	if tls := st.eff.policy.GetTls(); tls != nil && (tls.Mode == networking.ClientTLSSettings_SIMPLE || tls.Mode == networking.ClientTLSSettings_MUTUAL) {
-		st.istioMetadata().Fields["alpn_override"] = structpb.NewStringValue("false")
+		st.meta.alpnOverride = true
 		st.set(pIstioMeta+".alpn_override", "false", b.origin(st.eff.src[bTLS], "tls.mode"))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	rawbufferv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/raw_buffer/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -29,6 +30,8 @@ type commonMessages struct {
 	rawBuffer *anypb.Any
 	// u32 are wrappers of the numbers that clusters carry most: 0, 100 and MaxUint32.
 	u32Zero, u32Hundred, u32Max *wrapperspb.UInt32Value
+	// mutualTLSParams are the TLS parameters of every ISTIO_MUTUAL context.
+	mutualTLSParams *tlsv3.TlsParameters
 }
 
 var common = newCommonMessages()
@@ -53,10 +56,11 @@ func newCommonMessages() *commonMessages {
 			TransportSocket: &corev3.TransportSocket{Name: "envoy.transport_sockets.raw_buffer",
 				ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: raw}},
 		},
-		rawBuffer:  raw,
-		u32Zero:    &wrapperspb.UInt32Value{Value: 0},
-		u32Hundred: &wrapperspb.UInt32Value{Value: 100},
-		u32Max:     &wrapperspb.UInt32Value{Value: 1<<32 - 1},
+		rawBuffer:       raw,
+		mutualTLSParams: defaultCommonTLSContext().TlsParams,
+		u32Zero:         &wrapperspb.UInt32Value{Value: 0},
+		u32Hundred:      &wrapperspb.UInt32Value{Value: 100},
+		u32Max:          &wrapperspb.UInt32Value{Value: 1<<32 - 1},
 	}
 }
 

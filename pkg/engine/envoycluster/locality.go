@@ -90,7 +90,10 @@ func (st *clusterState) effectiveLbSetting(lb *networking.LoadBalancerSettings) 
 		if l.GetEnabled() != nil && !l.GetEnabled().GetValue() {
 			return nil
 		}
-		return &lbSetting{locality: l, origin: mesh("localityLbSetting"), title: "MeshConfig localityLbSetting"}
+		if b.meshLocality == nil {
+			b.meshLocality = &lbSetting{locality: l, origin: mesh("localityLbSetting"), title: "MeshConfig localityLbSetting"}
+		}
+		return b.meshLocality
 	}
 	return nil
 }

@@ -277,6 +277,8 @@ type hostShared struct {
 	// its CircuitBreakers messages, by pair of connectionPool and retryBudget blocks.
 	outliers []sharedOutlier
 	breakers []sharedBreakers
+	// metas are the Metadata messages made for the host's clusters, by content.
+	metas []sharedMeta
 }
 
 // sharedBreakers is the CircuitBreakers message made for a connectionPool and a retryBudget
@@ -302,8 +304,10 @@ func (b *builder) istioMutualContext(sans, alpn []string) *tlsv3.UpstreamTlsCont
 			return m.ctx
 		}
 	}
-	ctx := &tlsv3.UpstreamTlsContext{CommonTlsContext: defaultCommonTLSContext()}
-	ctx.CommonTlsContext.TlsCertificateSdsSecretConfigs = []*tlsv3.SdsSecretConfig{sdsSecret("default")}
+	// The TLS parameters and the certificate list of ISTIO_MUTUAL contexts never vary: every
+	// context shares one of each.
+	ctx := &tlsv3.UpstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{TlsParams: common.mutualTLSParams}}
+	ctx.CommonTlsContext.TlsCertificateSdsSecretConfigs = mutualCerts()
 	ctx.CommonTlsContext.ValidationContextType = &tlsv3.CommonTlsContext_CombinedValidationContext{
 		CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
 			DefaultValidationContext:         &tlsv3.CertificateValidationContext{MatchSubjectAltNames: exactMatchers(sans)},
@@ -439,6 +443,7 @@ func sdsSecret(name string) *tlsv3.SdsSecretConfig {
 var (
 	defaultSecret = sync.OnceValue(func() *tlsv3.SdsSecretConfig { return newSDSSecret("default") })
 	rootCASecret  = sync.OnceValue(func() *tlsv3.SdsSecretConfig { return newSDSSecret("ROOTCA") })
+	mutualCerts   = sync.OnceValue(func() []*tlsv3.SdsSecretConfig { return []*tlsv3.SdsSecretConfig{defaultSecret()} })
 )
 
 func newSDSSecret(name string) *tlsv3.SdsSecretConfig {
@@ -630,9 +635,22 @@ func tlsPathsFor(p string) *tlsPaths {
 	return newTLSPaths(p)
 }
 
+// tlsSocketModes are the display values of TLS transport sockets, by the mode that made them.
+var tlsSocketModes = func() map[networking.ClientTLSSettings_TLSmode]string {
+	m := map[networking.ClientTLSSettings_TLSmode]string{}
+	for v := range networking.ClientTLSSettings_TLSmode_name {
+		mode := networking.ClientTLSSettings_TLSmode(v)
+		m[mode] = "envoy.transport_sockets.tls: " + mode.String()
+	}
+	return m
+}()
+
 // traceTLSContext records the origin of every part of an UpstreamTlsContext at socket path p.
 func (st *clusterState) traceTLSContext(p string, ctx *tlsv3.UpstreamTlsContext, ts *tlsSettings) {
-	mode := "envoy.transport_sockets.tls: " + ts.tls.Mode.String()
+	mode, ok := tlsSocketModes[ts.tls.Mode]
+	if !ok {
+		mode = "envoy.transport_sockets.tls: " + ts.tls.Mode.String()
+	}
 	if ts.auto {
 		mode = "envoy.transport_sockets.tls: ISTIO_MUTUAL (auto-mTLS)"
 	}

@@ -132,7 +132,7 @@ func (st *clusterState) applyConnectionPool(cp *networking.ConnectionPoolSetting
 	st.set(pCB+".maxPendingRequests", max, def)
 	st.set(pCB+".maxRequests", max, def)
 	st.set(pCB+".maxRetries", max, withNote(def, "Envoy's own default is 3, too low during pod churn (getDefaultCircuitBreakerThresholds)"))
-	st.set(pCB+".trackRemaining", fmt.Sprint(th.TrackRemaining), flagOrigin("DISABLE_TRACK_REMAINING_CB_METRICS", "track_remaining = !flag"))
+	st.set(pCB+".trackRemaining", strconv.FormatBool(th.TrackRemaining), flagOrigin("DISABLE_TRACK_REMAINING_CB_METRICS", "track_remaining = !flag"))
 	if !st.scratch {
 		st.notSent("circuitBreakers.thresholds[1]", "HIGH priority: maxConnections 1024, maxPendingRequests 1024, maxRequests 1024, maxRetries 3",
 			envoyDefault("istiod configures only the DEFAULT priority; HIGH priority routes get Envoy's limits"))

@@ -4,11 +4,15 @@ import (
 	"testing"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
 )
 
 // Every field of the messages built on the stack, set, survives the copy that keeps them.
@@ -51,6 +55,50 @@ func setEveryField(t *testing.T, m proto.Message) {
 // The clusters of a host share the OutlierDetection message of one outlierDetection block and
 // the CircuitBreakers message of one pair of connectionPool and retryBudget blocks; a subset's
 // own blocks get their own messages, with their values.
+// TestMetadataSharedPerHost builds both ports of foo with one hostShared, as an Explainer
+// does: the default clusters of the two ports carry one Metadata message, the clusters of one
+// subset another, and each holds the metadata istiod writes for it.
+func TestMetadataSharedPerHost(t *testing.T) {
+	dr := &networking.DestinationRule{Host: fooHost, Subsets: []*networking.Subset{
+		{Name: "v1", Labels: map[string]string{"version": "v1"}},
+		{Name: "v2", Labels: map[string]string{"version": "v2"}},
+	}}
+	shared, svc, r := &hostShared{}, fooService(), rule(dr)
+	byPort := map[uint32][]Built{}
+	for _, port := range []index.Port{httpPort, autoPort} {
+		input := in(svc, port, r, meshConfig(nil))
+		input.shared = shared
+		built, err := BuildClusters(input)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(built) != 3 {
+			t.Fatalf("port %d: %d clusters, want 3", port.Number, len(built))
+		}
+		byPort[port.Number] = built
+	}
+	config := structpb.NewStringValue("/apis/networking.istio.io/v1/namespaces/default/destination-rule/acme")
+	want := func(subset string) *corev3.Metadata {
+		fields := map[string]*structpb.Value{"services": servicesMeta(fooHost, "foo", "default"), "config": config}
+		if subset != "" {
+			fields["subset"] = structpb.NewStringValue(subset)
+		}
+		return &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{"istio": {Fields: fields}}}
+	}
+	for i, subset := range []string{"", "v1", "v2"} {
+		a, b := byPort[8080][i].Cluster.Metadata, byPort[9090][i].Cluster.Metadata
+		if a != b {
+			t.Errorf("subset %q: the clusters of ports 8080 and 9090 carry Metadata %p and %p, want one message", subset, a, b)
+		}
+		if !proto.Equal(a, want(subset)) {
+			t.Errorf("subset %q: Metadata = %v, want %v", subset, a, want(subset))
+		}
+	}
+	if byPort[8080][1].Cluster.Metadata == byPort[8080][2].Cluster.Metadata {
+		t.Error("subsets v1 and v2 share a Metadata message")
+	}
+}
+
 func TestPolicyMessagesSharedPerBlock(t *testing.T) {
 	dr := &networking.DestinationRule{
 		Host: fooHost,
