@@ -358,11 +358,15 @@ func (st *clusterState) buildCluster(name string, def *effective) bool {
 				prefix: fmt.Sprintf("spec.subsets[name=%s].trafficPolicy", ss.GetName())}, "loadBalancer.simple")
 		}
 	}
-	c := &clusterv3.Cluster{
-		Name:                 name,
-		ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: dt},
-		CommonLbConfig:       &clusterv3.Cluster_CommonLbConfig{},
-	}
+	// The cluster and the two messages every cluster has are allocated together.
+	parts := &struct {
+		c   clusterv3.Cluster
+		typ clusterv3.Cluster_Type
+		lb  clusterv3.Cluster_CommonLbConfig
+	}{}
+	c := &parts.c
+	parts.typ.Type = dt
+	c.Name, c.ClusterDiscoveryType, c.CommonLbConfig = name, &parts.typ, &parts.lb
 	st.c = c
 	nameOrigin := b.registryOrigin(b.portField(), "outbound|<port>|<subset>|<host> (model.BuildSubsetKey)")
 	if st.subset != "" {
@@ -594,13 +598,26 @@ func (st *clusterState) addTelemetryMetadata() {
 	sh := b.in.shared
 	if sh.servicesOf != svc {
 		sh.servicesOf = svc
-		sh.services = structpb.NewListValue(&structpb.ListValue{Values: []*structpb.Value{
-			structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{
-				"host":      structpb.NewStringValue(svc.Hostname),
-				"name":      structpb.NewStringValue(name),
-				"namespace": structpb.NewStringValue(svc.Namespace),
-			}}),
-		}})
+		// The list, its one struct and their wrappers are allocated together.
+		p := &struct {
+			list       structpb.Value
+			listKind   structpb.Value_ListValue
+			values     structpb.ListValue
+			elem       [1]*structpb.Value
+			st         structpb.Value
+			structKind structpb.Value_StructValue
+			fields     structpb.Struct
+		}{}
+		p.fields.Fields = map[string]*structpb.Value{
+			"host":      stringValue(svc.Hostname),
+			"name":      stringValue(name),
+			"namespace": stringValue(svc.Namespace),
+		}
+		p.structKind.StructValue, p.st.Kind = &p.fields, &p.structKind
+		p.elem[0] = &p.st
+		p.values.Values = p.elem[:]
+		p.listKind.ListValue, p.list.Kind = &p.values, &p.listKind
+		sh.services = &p.list
 		sh.servicesValue = "[{host: " + svc.Hostname + ", name: " + name + ", namespace: " + svc.Namespace + "}]"
 	}
 	st.meta.services = sh.services
@@ -631,12 +648,18 @@ func (sh *hostShared) metadata(m clusterMeta) *corev3.Metadata {
 		fields["config"] = m.config
 	}
 	if m.inSubset {
-		fields["subset"] = structpb.NewStringValue(m.subset)
+		fields["subset"] = stringValue(m.subset)
 	}
 	if m.alpnOverride {
-		fields["alpn_override"] = structpb.NewStringValue("false")
+		fields["alpn_override"] = stringValue("false")
 	}
-	out := &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{"istio": {Fields: fields}}}
+	p := &struct {
+		out   corev3.Metadata
+		istio structpb.Struct
+	}{}
+	p.istio.Fields = fields
+	p.out.FilterMetadata = map[string]*structpb.Struct{"istio": &p.istio}
+	out := &p.out
 	sh.metas = append(sh.metas, sharedMeta{meta: m, out: out})
 	return out
 }
@@ -687,7 +710,7 @@ func (st *clusterState) applyRuleMetadata() {
 		prim := r.Primary
 		sh.ruleOf, sh.rulePrimary = r, &prim
 		sh.ruleConfig = "/apis/networking.istio.io/v1/namespaces/" + r.Primary.Namespace + "/destination-rule/" + r.Primary.Name
-		sh.ruleConfigValue = structpb.NewStringValue(sh.ruleConfig)
+		sh.ruleConfigValue = stringValue(sh.ruleConfig)
 		sh.rulePosition = b.namePosition(sh.rulePrimary)
 	}
 	st.meta.config = sh.ruleConfigValue

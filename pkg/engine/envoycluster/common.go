@@ -64,6 +64,17 @@ func newCommonMessages() *commonMessages {
 	}
 }
 
+// stringValue is structpb.NewStringValue(s), the value and its kind allocated together.
+func stringValue(s string) *structpb.Value {
+	p := &struct {
+		v    structpb.Value
+		kind structpb.Value_StringValue
+	}{}
+	p.kind.StringValue = s
+	p.v.Kind = &p.kind
+	return &p.v
+}
+
 // u32 returns a wrapper of v, shared for the common values.
 func u32(v uint32) *wrapperspb.UInt32Value {
 	switch v {

@@ -163,11 +163,10 @@ func (st *clusterState) applyTLS(userTLS *networking.ClientTLSSettings, pp *netw
 	}
 	switch {
 	case ctx != nil && matches:
-		sock := &corev3.TransportSocket{Name: "envoy.transport_sockets.tls", ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: b.tlsAny(ctx)}}
-		c.TransportSocketMatches = []*clusterv3.Cluster_TransportSocketMatch{
-			{Name: "tlsMode-istio", Match: common.tlsModeIstio, TransportSocket: sock},
-			common.plaintextMatch,
-		}
+		p := b.tlsSocket(ctx)
+		p.match = clusterv3.Cluster_TransportSocketMatch{Name: "tlsMode-istio", Match: common.tlsModeIstio, TransportSocket: &p.sock}
+		p.matches = [2]*clusterv3.Cluster_TransportSocketMatch{&p.match, common.plaintextMatch}
+		c.TransportSocketMatches = p.matches[:]
 		st.set("transportSocketMatches[0].name", "tlsMode-istio", ts.mode)
 		st.set("transportSocketMatches[0].match", "tlsMode: istio",
 			istioDefault("endpoints whose EDS metadata says tlsMode istio (sidecar injected, mTLS not disabled) get Istio mTLS"))
@@ -175,7 +174,7 @@ func (st *clusterState) applyTLS(userTLS *networking.ClientTLSSettings, pp *netw
 		st.set("transportSocketMatches[1]", "tlsMode-disabled: plaintext",
 			istioDefault("endpoints without a sidecar get plaintext (defaultTransportSocketMatch)"))
 	case ctx != nil:
-		c.TransportSocket = &corev3.TransportSocket{Name: "envoy.transport_sockets.tls", ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: b.tlsAny(ctx)}}
+		c.TransportSocket = &b.tlsSocket(ctx).sock
 		st.traceTLSContext(ppPrefix("transportSocket"), ctx, ts)
 	}
 	if pp != nil {
@@ -248,6 +247,14 @@ type mutualContext struct {
 	ctx        *tlsv3.UpstreamTlsContext
 	// noSNI is the deterministic encoding of ctx without SNI.
 	noSNI []byte
+	// parts are the messages of ctx, allocated with it.
+	parts struct {
+		ctx      tlsv3.UpstreamTlsContext
+		common   tlsv3.CommonTlsContext
+		combined tlsv3.CommonTlsContext_CombinedValidationContext
+		cvc      tlsv3.CommonTlsContext_CombinedCertificateValidationContext
+		dvc      tlsv3.CertificateValidationContext
+	}
 }
 
 // hostShared is what the builds of one host share: the builder of each port starts from the
@@ -304,18 +311,19 @@ func (b *builder) istioMutualContext(sans, alpn []string) *tlsv3.UpstreamTlsCont
 			return m.ctx
 		}
 	}
+	m := &mutualContext{sans: sans, alpn: alpn, noSNI: mutualContextBytes(sans, alpn)}
+	p := &m.parts
+	p.dvc.MatchSubjectAltNames = exactMatchers(sans)
+	p.cvc.DefaultValidationContext, p.cvc.ValidationContextSdsSecretConfig = &p.dvc, sdsSecret("ROOTCA")
+	p.combined.CombinedValidationContext = &p.cvc
 	// The TLS parameters and the certificate list of ISTIO_MUTUAL contexts never vary: every
 	// context shares one of each.
-	ctx := &tlsv3.UpstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{TlsParams: common.mutualTLSParams}}
-	ctx.CommonTlsContext.TlsCertificateSdsSecretConfigs = mutualCerts()
-	ctx.CommonTlsContext.ValidationContextType = &tlsv3.CommonTlsContext_CombinedValidationContext{
-		CombinedValidationContext: &tlsv3.CommonTlsContext_CombinedCertificateValidationContext{
-			DefaultValidationContext:         &tlsv3.CertificateValidationContext{MatchSubjectAltNames: exactMatchers(sans)},
-			ValidationContextSdsSecretConfig: sdsSecret("ROOTCA"),
-		}}
-	ctx.CommonTlsContext.AlpnProtocols = alpn
-	b.in.shared.mutual = append(b.in.shared.mutual, &mutualContext{sans: sans, alpn: alpn, ctx: ctx, noSNI: mutualContextBytes(sans, alpn)})
-	return ctx
+	p.common.TlsParams, p.common.TlsCertificateSdsSecretConfigs = common.mutualTLSParams, mutualCerts()
+	p.common.ValidationContextType, p.common.AlpnProtocols = &p.combined, alpn
+	p.ctx.CommonTlsContext = &p.common
+	m.ctx = &p.ctx
+	b.in.shared.mutual = append(b.in.shared.mutual, m)
+	return m.ctx
 }
 
 // mutualContextBytes is the deterministic encoding of the ISTIO_MUTUAL context that
@@ -384,6 +392,25 @@ func commonHead(alpn []string) []byte {
 	return v.([]byte)
 }
 
+// tlsSocketParts are the messages of a cluster's TLS transport socket, allocated together: the
+// socket, its typed config (tlsAny of the context) and, for auto-mTLS, its socket match.
+type tlsSocketParts struct {
+	sock    corev3.TransportSocket
+	typed   corev3.TransportSocket_TypedConfig
+	any     anypb.Any
+	match   clusterv3.Cluster_TransportSocketMatch
+	matches [2]*clusterv3.Cluster_TransportSocketMatch
+}
+
+// tlsSocket returns the parts of a TLS transport socket of ctx with the socket filled in.
+func (b *builder) tlsSocket(ctx *tlsv3.UpstreamTlsContext) *tlsSocketParts {
+	p := &tlsSocketParts{}
+	b.fillTLSAny(&p.any, ctx)
+	p.typed.TypedConfig = &p.any
+	p.sock.Name, p.sock.ConfigType = "envoy.transport_sockets.tls", &p.typed
+	return p
+}
+
 // upstreamTLSType is the type URL of an UpstreamTlsContext in an Any.
 const upstreamTLSType = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext"
 
@@ -391,6 +418,13 @@ const upstreamTLSType = "type.googleapis.com/envoy.extensions.transport_sockets.
 // the last one set) to the bytes without it: deterministic marshalling writes fields in number
 // order, so the result is the same.
 func (b *builder) tlsAny(ctx *tlsv3.UpstreamTlsContext) *anypb.Any {
+	a := &anypb.Any{}
+	b.fillTLSAny(a, ctx)
+	return a
+}
+
+// fillTLSAny sets the type and bytes of a, a new Any, to tlsAny's.
+func (b *builder) fillTLSAny(a *anypb.Any, ctx *tlsv3.UpstreamTlsContext) {
 	var m *mutualContext
 	for _, mc := range b.in.shared.mutual {
 		if mc.ctx == ctx {
@@ -398,7 +432,9 @@ func (b *builder) tlsAny(ctx *tlsv3.UpstreamTlsContext) *anypb.Any {
 		}
 	}
 	if m == nil {
-		return mustAny(ctx)
+		whole := mustAny(ctx)
+		a.TypeUrl, a.Value = whole.TypeUrl, whole.Value
+		return
 	}
 	v := make([]byte, len(m.noSNI), len(m.noSNI)+len(ctx.Sni)+8)
 	copy(v, m.noSNI)
@@ -406,7 +442,7 @@ func (b *builder) tlsAny(ctx *tlsv3.UpstreamTlsContext) *anypb.Any {
 		v = protowire.AppendTag(v, 2, protowire.BytesType)
 		v = protowire.AppendString(v, ctx.Sni)
 	}
-	return &anypb.Any{TypeUrl: upstreamTLSType, Value: v}
+	a.TypeUrl, a.Value = upstreamTLSType, v
 }
 
 func defaultCommonTLSContext() *tlsv3.CommonTlsContext {
@@ -420,9 +456,17 @@ func exactMatchers(in []string) []*matcherv3.StringMatcher {
 	if len(in) == 0 {
 		return nil
 	}
-	out := make([]*matcherv3.StringMatcher, 0, len(in))
-	for _, s := range in {
-		out = append(out, &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: s}})
+	// The matchers and their patterns are allocated together.
+	parts := make([]struct {
+		m     matcherv3.StringMatcher
+		exact matcherv3.StringMatcher_Exact
+	}, len(in))
+	out := make([]*matcherv3.StringMatcher, len(in))
+	for i, s := range in {
+		p := &parts[i]
+		p.exact.Exact = s
+		p.m.MatchPattern = &p.exact
+		out[i] = &p.m
 	}
 	return out
 }
