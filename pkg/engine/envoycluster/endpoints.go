@@ -112,7 +112,7 @@ func (b *builder) endpointMTLS(ep index.Endpoint, subset string) bool {
 	if epTLSMode(ep) != "istio" {
 		return false
 	}
-	for _, w := range b.in.WorkloadMTLS {
+	for _, w := range b.workloadMTLS() {
 		for _, we := range w.Endpoints {
 			if we.Ref == ep.Ref && we.Address == ep.Address {
 				return w.ModeForPort(ep.Port) != index.MTLSDisable

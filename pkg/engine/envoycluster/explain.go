@@ -248,11 +248,12 @@ func (e *Explainer) host(hostname string, port uint32, subset string) (*HostClus
 		Service:        svc,
 		Rule:           sel.Rule,
 		MTLS:           e.namespaceMTLS(svc.Namespace),
-		WorkloadMTLS:   ix.WorkloadPeerAuthentications(svc),
 		Flags:          DefaultFlags(),
 		positions:      &e.positions,
 		deferPositions: !e.positionsNow,
-		shared:         &hostShared{},
+		// The workload PeerAuthentications of the host are looked up only when a build needs
+		// them (builder.workloadMTLS).
+		shared: &hostShared{workloadsOf: svc, ix: ix},
 	}
 	if !e.wholeTraces {
 		in.templates = &e.templates

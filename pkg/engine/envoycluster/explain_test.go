@@ -10,6 +10,7 @@ import (
 
 	networking "istio.io/api/networking/v1alpha3"
 	securitybeta "istio.io/api/security/v1beta1"
+	typev1beta1 "istio.io/api/type/v1beta1"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	networkingv1alpha3 "istio.io/client-go/pkg/apis/networking/v1alpha3"
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
@@ -193,4 +194,49 @@ func TestExplainUsesTheNamespacePeerAuthenticationAndReportsEnvoyFilters(t *test
 		t.Errorf("want D30 for the EnvoyFilter: %v", res.Diagnostics)
 	}
 
+}
+
+// TestExplainReportsWorkloadStrictPolicies: a workload PeerAuthentication STRICT for
+// reviews-v1 (two endpoints: one per service port) contradicts a DestinationRule tls DISABLE and a namespace DISABLE without client
+// TLS (D19 naming the workload policy and its endpoints); a PERMISSIVE namespace with auto-mTLS
+// contradicts nothing.
+func TestExplainReportsWorkloadStrictPolicies(t *testing.T) {
+	strictV1 := &securityv1.PeerAuthentication{ObjectMeta: meta("strict-v1", "bookinfo", 0), Spec: securitybeta.PeerAuthentication{
+		Selector: &typev1beta1.WorkloadSelector{MatchLabels: map[string]string{"app": "reviews", "version": "v1"}},
+		Mtls:     &securitybeta.PeerAuthentication_MutualTLS{Mode: securitybeta.PeerAuthentication_MutualTLS_STRICT}}}
+	nsDisable := &securityv1.PeerAuthentication{ObjectMeta: meta("default", "bookinfo", 0), Spec: securitybeta.PeerAuthentication{
+		Mtls: &securitybeta.PeerAuthentication_MutualTLS{Mode: securitybeta.PeerAuthentication_MutualTLS_DISABLE}}}
+	drDisable := func(s *model.Snapshot) {
+		s.DestinationRules[0].Spec.TrafficPolicy.Tls = &networking.ClientTLSSettings{Mode: networking.ClientTLSSettings_DISABLE}
+	}
+	for _, tc := range []struct {
+		name string
+		snap *model.Snapshot
+		want string
+	}{
+		{"tls DISABLE", bookinfo(drDisable, func(s *model.Snapshot) { s.PeerAuthentications = []*securityv1.PeerAuthentication{strictV1} }),
+			"requires mTLS (STRICT) for 2 endpoint(s) of reviews.bookinfo.svc.cluster.local: those reset the plaintext connections of cluster outbound|9080||reviews"},
+		{"namespace DISABLE", bookinfo(func(s *model.Snapshot) { s.PeerAuthentications = []*securityv1.PeerAuthentication{nsDisable, strictV1} }),
+			"the namespace mTLS mode of bookinfo is DISABLE, so cluster outbound|9080||reviews.bookinfo.svc.cluster.local has no auto-mTLS, but PeerAuthentication bookinfo/strict-v1 requires mTLS (STRICT) for 2 endpoint(s)"},
+		{"PERMISSIVE namespace", bookinfo(func(s *model.Snapshot) { s.PeerAuthentications = []*securityv1.PeerAuthentication{strictV1} }), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := Explain(tc.snap, Query{Host: "reviews", Namespace: "bookinfo", Port: 9080, From: fromProductpage})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var found []string
+			for _, d := range res.Diagnostics {
+				if d.ID == "D19" && slices.Contains(d.Resources, provenance.Ref{Kind: "PeerAuthentication", Namespace: "bookinfo", Name: "strict-v1"}) {
+					found = append(found, d.Message)
+				}
+			}
+			switch {
+			case tc.want == "" && len(found) > 0:
+				t.Errorf("D19 for the workload policy without a contradiction: %q", found)
+			case tc.want != "" && !slices.ContainsFunc(found, func(m string) bool { return strings.Contains(m, tc.want) }):
+				t.Errorf("want a D19 containing %q naming the workload policy, got %q (all: %v)", tc.want, found, res.Diagnostics)
+			}
+		})
+	}
 }

@@ -286,6 +286,28 @@ type hostShared struct {
 	breakers []sharedBreakers
 	// metas are the Metadata messages made for the host's clusters, by content.
 	metas []sharedMeta
+	// workloads are index.WorkloadPeerAuthentications of workloadsOf in ix, looked up on first
+	// use (workloadsDone).
+	workloadsOf   *index.Service
+	ix            *index.Index
+	workloads     []index.WorkloadMTLS
+	workloadsDone bool
+}
+
+// workloadMTLS is in.WorkloadMTLS, or else the workload PeerAuthentications of the host the
+// builds share, looked up once.
+func (b *builder) workloadMTLS() []index.WorkloadMTLS {
+	if b.in.WorkloadMTLS != nil {
+		return b.in.WorkloadMTLS
+	}
+	sh := b.in.shared
+	if sh == nil || sh.ix == nil || sh.workloadsOf != b.in.Service {
+		return nil
+	}
+	if !sh.workloadsDone {
+		sh.workloads, sh.workloadsDone = sh.ix.WorkloadPeerAuthentications(sh.workloadsOf), true
+	}
+	return sh.workloads
 }
 
 // sharedBreakers is the CircuitBreakers message made for a connectionPool and a retryBudget
@@ -837,7 +859,14 @@ func (st *clusterState) tlsDiagnostics(user *networking.ClientTLSSettings, ts *t
 			msg: fmt.Sprintf("enableAutoMtls is off and no DestinationRule sets tls for cluster %s, but %s requires mTLS (STRICT): connections go out in plaintext and are reset", c.Name, svc.Namespace),
 			fix: "set tls.mode ISTIO_MUTUAL in a DestinationRule, or enable enableAutoMtls"})
 	}
-	for _, w := range b.in.WorkloadMTLS {
+	// Only a DISABLE client, or a cluster without TLS in a DISABLE namespace, can contradict a
+	// workload-level STRICT policy.
+	var workloads []index.WorkloadMTLS
+	if (user != nil && user.Mode == networking.ClientTLSSettings_DISABLE) ||
+		(user == nil && ts == nil && mode == index.MTLSDisable && b.in.MTLS.Mode == index.MTLSDisable) {
+		workloads = b.workloadMTLS()
+	}
+	for _, w := range workloads {
 		strict := w.Mode == index.MTLSStrict
 		for _, ep := range w.Endpoints {
 			if w.ModeForPort(ep.Port) == index.MTLSStrict {
