@@ -67,6 +67,7 @@ func (ix *Index) HostDiagnostics(p *Proxy, svc *Service, sel Selection) []explai
 			}
 			var empty []string
 			all := 0
+			want := labelPairs(s.GetLabels())
 			for _, port := range svc.Ports {
 				if port.Protocol == protocolUDP {
 					continue
@@ -74,7 +75,7 @@ func (ix *Index) HostDiagnostics(p *Proxy, svc *Service, sel Selection) []explai
 				all++
 				found := false
 				for _, ep := range svc.Endpoints[port.Number] {
-					if labelsSubsetOf(s.GetLabels(), ep.Labels) {
+					if want.matches(ep.Labels) {
 						found = true
 						break
 					}

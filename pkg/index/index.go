@@ -240,6 +240,27 @@ func labelsSubsetOf(sel, l map[string]string) bool {
 	return true
 }
 
+// labelSet is a label selector as a list, for matching many label maps against it.
+type labelSet []labelKV
+
+func labelPairs(sel map[string]string) labelSet {
+	out := make(labelSet, 0, len(sel))
+	for k, v := range sel {
+		out = append(out, labelKV{k, v})
+	}
+	return out
+}
+
+// matches is labelsSubsetOf(the selector, l).
+func (s labelSet) matches(l map[string]string) bool {
+	for _, kv := range s {
+		if got, ok := l[kv.key]; !ok || got != kv.value {
+			return false
+		}
+	}
+	return true
+}
+
 func mapsEqual(a, b map[string]string) bool {
 	if len(a) != len(b) {
 		return false

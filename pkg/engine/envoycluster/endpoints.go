@@ -85,7 +85,7 @@ func (b *builder) lbEndpoint(ep index.Endpoint, subset string) *endpointv3.LbEnd
 		out.HealthStatus = corev3.HealthStatus_HEALTHY
 	}
 	// The endpoint's tlsMode is kept only when mTLS is enabled for it, and written unless disabled.
-	if mode := epTLSMode(ep); mode != "disabled" && b.endpointMTLS(ep, subset) {
+	if mode := epTLSMode(&ep); mode != "disabled" && b.endpointMTLS(ep, subset) {
 		out.Metadata.FilterMetadata["envoy.transport_socket_match"] = &structpb.Struct{Fields: map[string]*structpb.Value{
 			"tlsMode": structpb.NewStringValue(mode)}}
 	}
@@ -109,7 +109,7 @@ func (b *builder) endpointMTLS(ep index.Endpoint, subset string) bool {
 	if mode := b.ruleTLSMode(subset); mode != nil {
 		return *mode == networking.ClientTLSSettings_ISTIO_MUTUAL
 	}
-	if epTLSMode(ep) != "istio" {
+	if epTLSMode(&ep) != "istio" {
 		return false
 	}
 	for _, w := range b.workloadMTLS() {

@@ -37,7 +37,7 @@ type tlsSettings struct {
 
 // epTLSMode is the endpoint's security.istio.io/tlsMode as istiod records it ("disabled" when
 // absent).
-func epTLSMode(ep index.Endpoint) string {
+func epTLSMode(ep *index.Endpoint) string {
 	switch {
 	case ep.TLSMode != "":
 		return ep.TLSMode
@@ -69,7 +69,7 @@ func (st *clusterState) serviceMTLSMode() (index.MTLSMode, provenance.Origin) {
 			return index.MTLSDisable, b.registryOrigin("", fmt.Sprintf("passthrough destination without endpoints on port %d: istiod infers DISABLE", b.in.Port.Number))
 		}
 		for _, ep := range eps {
-			if epTLSMode(ep) == "disabled" {
+			if epTLSMode(&ep) == "disabled" {
 				return index.MTLSDisable, b.registryOrigin("", fmt.Sprintf("passthrough destination and endpoint %s has no sidecar: istiod infers DISABLE", ep.Address))
 			}
 		}
@@ -828,13 +828,16 @@ func (st *clusterState) tlsDiagnostics(user *networking.ClientTLSSettings, ts *t
 	svc := b.in.Service
 	c := st.c
 	src := st.eff.src[bTLS]
-	eps := svc.Endpoints[b.in.Port.Number]
+	// The endpoints with and without a sidecar count only against a client TLS mode.
 	sidecars, plain := 0, 0
-	for _, ep := range eps {
-		if epTLSMode(ep) == "istio" {
-			sidecars++
-		} else {
-			plain++
+	if user != nil {
+		eps := svc.Endpoints[b.in.Port.Number]
+		for i := range eps {
+			if epTLSMode(&eps[i]) == "istio" {
+				sidecars++
+			} else {
+				plain++
+			}
 		}
 	}
 	switch {

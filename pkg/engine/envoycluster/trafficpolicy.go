@@ -576,8 +576,8 @@ func (st *clusterState) applyRoundRobin(lb *networking.LoadBalancerSettings, o p
 
 // slowStart mirrors setWarmup (and the deprecated setSlowStartConfig).
 func (st *clusterState) slowStart(lb *networking.LoadBalancerSettings, cfg string) *clusterv3.Cluster_SlowStartConfig {
-	p := cfg + ".slowStartConfig"
 	if w := lb.GetWarmup(); w != nil {
+		p := cfg + ".slowStartConfig"
 		ss := &clusterv3.Cluster_SlowStartConfig{SlowStartWindow: w.Duration}
 		if w.Duration != nil {
 			st.set(p+".slowStartWindow", fmtDuration(w.Duration), st.blockOrigin(bLoadBalancer, "loadBalancer.warmup.duration"))
@@ -601,7 +601,7 @@ func (st *clusterState) slowStart(lb *networking.LoadBalancerSettings, cfg strin
 		return ss
 	}
 	if d := lb.GetWarmupDurationSecs(); d != nil {
-		st.set(p+".slowStartWindow", fmtDuration(d), st.blockOrigin(bLoadBalancer, "loadBalancer.warmupDurationSecs"))
+		st.set(cfg+".slowStartConfig.slowStartWindow", fmtDuration(d), st.blockOrigin(bLoadBalancer, "loadBalancer.warmupDurationSecs"))
 		return &clusterv3.Cluster_SlowStartConfig{SlowStartWindow: d}
 	}
 	return nil
