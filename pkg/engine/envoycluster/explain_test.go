@@ -197,45 +197,86 @@ func TestExplainUsesTheNamespacePeerAuthenticationAndReportsEnvoyFilters(t *test
 }
 
 // TestExplainReportsWorkloadStrictPolicies: a workload PeerAuthentication STRICT for
-// reviews-v1 (two endpoints: one per service port) contradicts a DestinationRule tls DISABLE and a namespace DISABLE without client
-// TLS (D19 naming the workload policy and its endpoints); a PERMISSIVE namespace with auto-mTLS
-// contradicts nothing.
+// reviews-v1 contradicts a DestinationRule tls DISABLE, and a namespace DISABLE without client
+// TLS, on the clusters that reach reviews-v1 (D19 naming the policy and the endpoints of the
+// cluster it makes STRICT): not on subset v2's, and on no cluster of a port the policy leaves
+// PERMISSIVE. A PERMISSIVE namespace with auto-mTLS contradicts nothing.
 func TestExplainReportsWorkloadStrictPolicies(t *testing.T) {
-	strictV1 := &securityv1.PeerAuthentication{ObjectMeta: meta("strict-v1", "bookinfo", 0), Spec: securitybeta.PeerAuthentication{
-		Selector: &typev1beta1.WorkloadSelector{MatchLabels: map[string]string{"app": "reviews", "version": "v1"}},
-		Mtls:     &securitybeta.PeerAuthentication_MutualTLS{Mode: securitybeta.PeerAuthentication_MutualTLS_STRICT}}}
+	pa := func(mode securitybeta.PeerAuthentication_MutualTLS_Mode, ports map[uint32]securitybeta.PeerAuthentication_MutualTLS_Mode) *securityv1.PeerAuthentication {
+		p := &securityv1.PeerAuthentication{ObjectMeta: meta("strict-v1", "bookinfo", 0), Spec: securitybeta.PeerAuthentication{
+			Selector: &typev1beta1.WorkloadSelector{MatchLabels: map[string]string{"app": "reviews", "version": "v1"}},
+			Mtls:     &securitybeta.PeerAuthentication_MutualTLS{Mode: mode}}}
+		for port, m := range ports {
+			if p.Spec.PortLevelMtls == nil {
+				p.Spec.PortLevelMtls = map[uint32]*securitybeta.PeerAuthentication_MutualTLS{}
+			}
+			p.Spec.PortLevelMtls[port] = &securitybeta.PeerAuthentication_MutualTLS{Mode: m}
+		}
+		return p
+	}
+	strictV1 := pa(securitybeta.PeerAuthentication_MutualTLS_STRICT, nil)
+	strict9090 := pa(securitybeta.PeerAuthentication_MutualTLS_PERMISSIVE, map[uint32]securitybeta.PeerAuthentication_MutualTLS_Mode{9090: securitybeta.PeerAuthentication_MutualTLS_STRICT})
 	nsDisable := &securityv1.PeerAuthentication{ObjectMeta: meta("default", "bookinfo", 0), Spec: securitybeta.PeerAuthentication{
 		Mtls: &securitybeta.PeerAuthentication_MutualTLS{Mode: securitybeta.PeerAuthentication_MutualTLS_DISABLE}}}
 	drDisable := func(s *model.Snapshot) {
 		s.DestinationRules[0].Spec.TrafficPolicy.Tls = &networking.ClientTLSSettings{Mode: networking.ClientTLSSettings_DISABLE}
 	}
+	policies := func(ps ...*securityv1.PeerAuthentication) func(*model.Snapshot) {
+		return func(s *model.Snapshot) { s.PeerAuthentications = ps }
+	}
+	const host = "reviews.bookinfo.svc.cluster.local"
 	for _, tc := range []struct {
 		name string
 		snap *model.Snapshot
-		want string
+		// want is the start of the D19 message for each cluster that gets one.
+		want map[string]string
 	}{
-		{"tls DISABLE", bookinfo(drDisable, func(s *model.Snapshot) { s.PeerAuthentications = []*securityv1.PeerAuthentication{strictV1} }),
-			"requires mTLS (STRICT) for 2 endpoint(s) of reviews.bookinfo.svc.cluster.local: those reset the plaintext connections of cluster outbound|9080||reviews"},
-		{"namespace DISABLE", bookinfo(func(s *model.Snapshot) { s.PeerAuthentications = []*securityv1.PeerAuthentication{nsDisable, strictV1} }),
-			"the namespace mTLS mode of bookinfo is DISABLE, so cluster outbound|9080||reviews.bookinfo.svc.cluster.local has no auto-mTLS, but PeerAuthentication bookinfo/strict-v1 requires mTLS (STRICT) for 2 endpoint(s)"},
-		{"PERMISSIVE namespace", bookinfo(func(s *model.Snapshot) { s.PeerAuthentications = []*securityv1.PeerAuthentication{strictV1} }), ""},
+		{"tls DISABLE", bookinfo(drDisable, policies(strictV1)), map[string]string{
+			"outbound|9080||" + host:   "DestinationRule bookinfo/reviews trafficPolicy sets tls.mode DISABLE, but PeerAuthentication bookinfo/strict-v1 requires mTLS (STRICT) for 1 endpoint(s) of " + host,
+			"outbound|9080|v1|" + host: "DestinationRule bookinfo/reviews trafficPolicy sets tls.mode DISABLE, but PeerAuthentication bookinfo/strict-v1 requires mTLS (STRICT) for 1 endpoint(s) of " + host,
+			"outbound|9090||" + host:   "DestinationRule bookinfo/reviews trafficPolicy sets tls.mode DISABLE, but PeerAuthentication bookinfo/strict-v1 requires mTLS (STRICT) for 1 endpoint(s) of " + host,
+			"outbound|9090|v1|" + host: "DestinationRule bookinfo/reviews trafficPolicy sets tls.mode DISABLE, but PeerAuthentication bookinfo/strict-v1 requires mTLS (STRICT) for 1 endpoint(s) of " + host,
+		}},
+		{"tls DISABLE, STRICT on 9090 only", bookinfo(drDisable, policies(strict9090)), map[string]string{
+			"outbound|9090||" + host:   "DestinationRule bookinfo/reviews trafficPolicy sets tls.mode DISABLE, but PeerAuthentication bookinfo/strict-v1 requires mTLS (STRICT) for 1 endpoint(s) of " + host,
+			"outbound|9090|v1|" + host: "DestinationRule bookinfo/reviews trafficPolicy sets tls.mode DISABLE, but PeerAuthentication bookinfo/strict-v1 requires mTLS (STRICT) for 1 endpoint(s) of " + host,
+		}},
+		{"namespace DISABLE", bookinfo(policies(nsDisable, strictV1)), map[string]string{
+			"outbound|9080||" + host:   "the namespace mTLS mode of bookinfo is DISABLE, so cluster outbound|9080||" + host + " has no auto-mTLS, but PeerAuthentication bookinfo/strict-v1 requires mTLS (STRICT) for 1 endpoint(s)",
+			"outbound|9080|v1|" + host: "the namespace mTLS mode of bookinfo is DISABLE, so cluster outbound|9080|v1|" + host + " has no auto-mTLS, but PeerAuthentication bookinfo/strict-v1 requires mTLS (STRICT) for 1 endpoint(s)",
+			"outbound|9090||" + host:   "the namespace mTLS mode of bookinfo is DISABLE, so cluster outbound|9090||" + host + " has no auto-mTLS, but PeerAuthentication bookinfo/strict-v1 requires mTLS (STRICT) for 1 endpoint(s)",
+			"outbound|9090|v1|" + host: "the namespace mTLS mode of bookinfo is DISABLE, so cluster outbound|9090|v1|" + host + " has no auto-mTLS, but PeerAuthentication bookinfo/strict-v1 requires mTLS (STRICT) for 1 endpoint(s)",
+		}},
+		{"PERMISSIVE namespace", bookinfo(policies(strictV1)), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := Explain(tc.snap, Query{Host: "reviews", Namespace: "bookinfo", Port: 9080, From: fromProductpage})
+			res, err := Explain(tc.snap, Query{Host: "reviews", Namespace: "bookinfo", From: fromProductpage})
 			if err != nil {
 				t.Fatal(err)
 			}
-			var found []string
+			if len(res.Objects) != 6 {
+				t.Fatalf("%d clusters, want 6 (two ports, default and two subsets)", len(res.Objects))
+			}
+			got := map[string]string{}
 			for _, d := range res.Diagnostics {
-				if d.ID == "D19" && slices.Contains(d.Resources, provenance.Ref{Kind: "PeerAuthentication", Namespace: "bookinfo", Name: "strict-v1"}) {
-					found = append(found, d.Message)
+				if d.ID != "D19" || !slices.Contains(d.Resources, provenance.Ref{Kind: "PeerAuthentication", Namespace: "bookinfo", Name: "strict-v1"}) {
+					continue
+				}
+				for _, o := range res.Objects {
+					if strings.Contains(d.Message, "cluster "+o.Name+" ") || strings.HasSuffix(d.Message, "cluster "+o.Name) {
+						got[o.Name] = d.Message
+					}
 				}
 			}
-			switch {
-			case tc.want == "" && len(found) > 0:
-				t.Errorf("D19 for the workload policy without a contradiction: %q", found)
-			case tc.want != "" && !slices.ContainsFunc(found, func(m string) bool { return strings.Contains(m, tc.want) }):
-				t.Errorf("want a D19 containing %q naming the workload policy, got %q (all: %v)", tc.want, found, res.Diagnostics)
+			for name, prefix := range tc.want {
+				if !strings.HasPrefix(got[name], prefix) {
+					t.Errorf("%s: D19 %q, want one starting %q", name, got[name], prefix)
+				}
+			}
+			for name, msg := range got {
+				if _, ok := tc.want[name]; !ok {
+					t.Errorf("%s: unexpected D19 %q", name, msg)
+				}
 			}
 		})
 	}

@@ -821,6 +821,16 @@ func (st *clusterState) applyProxyProtocol(pp *networking.TrafficPolicy_ProxyPro
 	}
 }
 
+// hasEndpoint reports whether eps holds ep (the same workload, address and port).
+func hasEndpoint(eps []index.Endpoint, ep *index.Endpoint) bool {
+	for i := range eps {
+		if eps[i].Ref == ep.Ref && eps[i].Address == ep.Address && eps[i].Port == ep.Port {
+			return true
+		}
+	}
+	return false
+}
+
 // tlsDiagnostics reports the TLS conflicts of spec §6.5 (D19) and TLS origination without SNI
 // on non-HTTP ports (D32).
 func (st *clusterState) tlsDiagnostics(user *networking.ClientTLSSettings, ts *tlsSettings, mode index.MTLSMode) {
@@ -869,24 +879,34 @@ func (st *clusterState) tlsDiagnostics(user *networking.ClientTLSSettings, ts *t
 		(user == nil && ts == nil && mode == index.MTLSDisable && b.in.MTLS.Mode == index.MTLSDisable) {
 		workloads = b.workloadMTLS()
 	}
+	// A policy contradicts this cluster through the cluster's endpoints (those of its port, and
+	// of its subset) that the policy makes STRICT: not through a portLevelMtls entry of another
+	// port, or through workloads of another subset.
+	var clusterEndpoints []index.Endpoint
+	if len(workloads) > 0 {
+		clusterEndpoints = svc.Endpoints[b.in.Port.Number]
+		if st.subsetIndex >= 0 {
+			clusterEndpoints = endpointsMatching(clusterEndpoints, b.in.Rule.Spec.GetSubsets()[st.subsetIndex].GetLabels())
+		}
+	}
 	for _, w := range workloads {
-		strict := w.Mode == index.MTLSStrict
-		for _, ep := range w.Endpoints {
-			if w.ModeForPort(ep.Port) == index.MTLSStrict {
-				strict = true
+		strict := 0
+		for i := range w.Endpoints {
+			if we := &w.Endpoints[i]; w.ModeForPort(we.Port) == index.MTLSStrict && hasEndpoint(clusterEndpoints, we) {
+				strict++
 			}
 		}
-		if !strict || svc.MeshExternal {
+		if strict == 0 || svc.MeshExternal {
 			continue
 		}
 		switch {
 		case user != nil && user.Mode == networking.ClientTLSSettings_DISABLE:
 			st.d.add(diag{id: "D19", sev: explain.SeverityError, refs: append(refsOf(src.ref), w.PeerAuthentication),
-				msg: fmt.Sprintf("%s sets tls.mode DISABLE, but %s requires mTLS (STRICT) for %d endpoint(s) of %s: those reset the plaintext connections of cluster %s", src.title(), w.PeerAuthentication, len(w.Endpoints), svc.Hostname, c.Name),
+				msg: fmt.Sprintf("%s sets tls.mode DISABLE, but %s requires mTLS (STRICT) for %d endpoint(s) of %s: those reset the plaintext connections of cluster %s", src.title(), w.PeerAuthentication, strict, svc.Hostname, c.Name),
 				fix: "remove tls.mode DISABLE (auto-mTLS then applies) or set ISTIO_MUTUAL"})
 		case user == nil && ts == nil && mode == index.MTLSDisable && b.in.MTLS.Mode == index.MTLSDisable:
 			st.d.add(diag{id: "D19", sev: explain.SeverityError, refs: append(refsOf(b.in.MTLS.Origin.Resource), w.PeerAuthentication),
-				msg: fmt.Sprintf("the namespace mTLS mode of %s is DISABLE, so cluster %s has no auto-mTLS, but %s requires mTLS (STRICT) for %d endpoint(s): those reset the plaintext connections", svc.Namespace, c.Name, w.PeerAuthentication, len(w.Endpoints)),
+				msg: fmt.Sprintf("the namespace mTLS mode of %s is DISABLE, so cluster %s has no auto-mTLS, but %s requires mTLS (STRICT) for %d endpoint(s): those reset the plaintext connections", svc.Namespace, c.Name, w.PeerAuthentication, strict),
 				fix: "set tls.mode ISTIO_MUTUAL in a DestinationRule for this host, or align the PeerAuthentications"})
 		}
 	}
