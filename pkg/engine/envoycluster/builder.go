@@ -85,7 +85,8 @@ type clusterState struct {
 	commonHTTPFrom provenance.Origin
 	// scratch marks a state used only to compute what a dropped block would have written.
 	scratch bool
-	// meta is what the cluster's `istio` filter metadata holds, written into it by setMetadata.
+	// meta is what the cluster's `istio` filter metadata holds; build turns it into the
+	// cluster's Metadata (hostShared.metadata) once the metadata is written.
 	meta clusterMeta
 }
 
