@@ -415,7 +415,7 @@ func commonHead(alpn []string) []byte {
 }
 
 // tlsSocketParts are the messages of a cluster's TLS transport socket, allocated together: the
-// socket, its typed config (tlsAny of the context) and, for auto-mTLS, its socket match.
+// socket, its typed config (fillTLSAny of the context) and, for auto-mTLS, its socket match.
 type tlsSocketParts struct {
 	sock    corev3.TransportSocket
 	typed   corev3.TransportSocket_TypedConfig
@@ -436,16 +436,9 @@ func (b *builder) tlsSocket(ctx *tlsv3.UpstreamTlsContext) *tlsSocketParts {
 // upstreamTLSType is the type URL of an UpstreamTlsContext in an Any.
 const upstreamTLSType = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext"
 
-// tlsAny is mustAny(ctx). For the builder's ISTIO_MUTUAL context it appends the SNI (field 2,
-// the last one set) to the bytes without it: deterministic marshalling writes fields in number
-// order, so the result is the same.
-func (b *builder) tlsAny(ctx *tlsv3.UpstreamTlsContext) *anypb.Any {
-	a := &anypb.Any{}
-	b.fillTLSAny(a, ctx)
-	return a
-}
-
-// fillTLSAny sets the type and bytes of a, a new Any, to tlsAny's.
+// fillTLSAny sets the type and bytes of a, a new Any, to mustAny(ctx)'s. For the builder's
+// ISTIO_MUTUAL context it appends the SNI (field 2, the last one set) to the bytes without it:
+// deterministic marshalling writes fields in number order, so the result is the same.
 func (b *builder) fillTLSAny(a *anypb.Any, ctx *tlsv3.UpstreamTlsContext) {
 	var m *mutualContext
 	for _, mc := range b.in.shared.mutual {

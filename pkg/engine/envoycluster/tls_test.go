@@ -376,9 +376,11 @@ func TestTLSAnyEqualsMarshal(t *testing.T) {
 					}
 					ctx := b.istioMutualContext(sans, alpn)
 					ctx.Sni = sni
-					got, want := b.tlsAny(ctx), mustAny(ctx)
+					var got anypb.Any
+					b.fillTLSAny(&got, ctx)
+					want := mustAny(ctx)
 					if got.TypeUrl != want.TypeUrl || !bytes.Equal(got.Value, want.Value) {
-						t.Errorf("shared %t, sans %q alpn %v sni %q: tlsAny differs from mustAny", !own, sans, alpn, sni)
+						t.Errorf("shared %t, sans %q alpn %v sni %q: fillTLSAny differs from mustAny", !own, sans, alpn, sni)
 					}
 				}
 			}
