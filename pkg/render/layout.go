@@ -405,3 +405,102 @@ func runeWidth(r rune) int {
 	}
 	return lipgloss.Width(string(r))
 }
+
+// expandTabs spells each tab as four spaces, and a CRLF line end as a newline, as lipgloss
+// does before it styles text, so a cell is measured and wrapped as it is printed.
+func expandTabs(s string) string {
+	if !strings.ContainsAny(s, "\t\r") {
+		return s
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\t", "    ")
+}
+
+// layoutTable lays out a borderless table of measured cells under one header row: each column
+// as wide as its widest cell plus cellPadding, columns one space apart, each row as tall as its
+// tallest cell, a cell at the top left of its space, and no trailing blanks on any line. A row
+// shorter than the longest row has empty cells after its own; columns that only the headers
+// have hold no cells. It writes what lipgloss's table
+// writes for the same cells with hidden borders, the column separator only, and every style
+// padded right by cellPadding (TestLayoutMatchesLipglossTable), without styling, wrapping and
+// measuring every cell again.
+func layoutTable(header CellStyle, headers []string, rows [][]*cell, style func(row, col int) CellStyle) string {
+	// cols is the number of cells a row is laid out with, n the number of columns.
+	cols := 0
+	for _, row := range rows {
+		cols = max(cols, len(row))
+	}
+	n := max(len(headers), cols)
+	widths := make([]int, n)
+	size := 0
+	for j, h := range headers {
+		widths[j] = textWidth(h)
+	}
+	for _, row := range rows {
+		for j, c := range row {
+			widths[j] = max(widths[j], c.width)
+			size += len(c.text)
+		}
+	}
+	lineWidth := n - 1
+	for _, w := range widths {
+		lineWidth += w + cellPadding
+	}
+	buf := make([]byte, 0, size+(len(rows)+1)*(lineWidth+1))
+	// pad pads a cell line to its column's width, with the separator after it.
+	last := n - 1
+	pad := func(j, written int) {
+		k := widths[j] + cellPadding - written
+		if j < last {
+			k++
+		}
+		for range k {
+			buf = append(buf, ' ')
+		}
+	}
+	paint := func(s CellStyle, text string) {
+		buf = append(buf, s.open...)
+		buf = append(buf, text...)
+		buf = append(buf, s.close...)
+	}
+	endLine := func() {
+		for len(buf) > 0 && buf[len(buf)-1] == ' ' {
+			buf = buf[:len(buf)-1]
+		}
+		buf = append(buf, '\n')
+	}
+	for j := range n {
+		h := ""
+		if j < len(headers) {
+			h, _, _ = strings.Cut(headers[j], "\n")
+		}
+		paint(header, h)
+		pad(j, textWidth(h))
+	}
+	endLine()
+	last = cols - 1
+	rest := make([]string, cols)
+	for i, row := range rows {
+		height := 1
+		for j := range cols {
+			rest[j] = ""
+			if j < len(row) {
+				rest[j] = row[j].text
+				height = max(height, row[j].newlines+1)
+			}
+		}
+		for k := range height {
+			for j := range cols {
+				if k > 0 && (j >= len(row) || k > row[j].newlines) {
+					pad(j, 0)
+					continue
+				}
+				line, after, _ := strings.Cut(rest[j], "\n")
+				rest[j] = after
+				paint(style(i, j), line)
+				pad(j, textWidth(line))
+			}
+			endLine()
+		}
+	}
+	return string(buf[:max(len(buf)-1, 0)])
+}

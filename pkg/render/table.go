@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 
 	"github.com/charmbracelet/lipgloss"
-	"github.com/charmbracelet/lipgloss/table"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
@@ -43,8 +42,8 @@ func (p *tablePrinter) PrintList(w io.Writer, rs []*explain.Result) error {
 }
 
 // renderBlocks runs the block renderings, on every core: the tables of a result (one per
-// object, section and diagnostics list) are independent, and lipgloss's table is most of a
-// human-format run's CPU. The blocks come back in the order of jobs.
+// object, section and diagnostics list) are independent, and fitting their columns is most of
+// a human-format run's CPU. The blocks come back in the order of jobs.
 func renderBlocks(jobs []func() string) []string {
 	blocks := make([]string, len(jobs))
 	workers := min(runtime.GOMAXPROCS(0), len(jobs))
@@ -220,7 +219,7 @@ func (p *tablePrinter) fields(th Theme, o explain.Object) string {
 			rows = append(rows, row)
 		}
 	}
-	return th.table(headers, rows, p.opts.width(), func(row, col int) lipgloss.Style {
+	return th.table(headers, rows, p.opts.width(), func(row, col int) CellStyle {
 		info := infos[row]
 		if info.blank {
 			return th.Cell
@@ -339,7 +338,7 @@ func (p *tablePrinter) section(th Theme, s explain.Section) string {
 	if len(s.Rows) == 0 {
 		return title + "\n(none)"
 	}
-	return title + "\n" + th.table(headers, s.Rows, p.opts.width(), func(int, int) lipgloss.Style { return th.Cell })
+	return title + "\n" + th.table(headers, s.Rows, p.opts.width(), func(int, int) CellStyle { return th.Cell })
 }
 
 // diagnostics is the SEVERITY | ID | MESSAGE table; resources and the fix follow the message.
@@ -359,7 +358,7 @@ func (p *tablePrinter) diagnostics(th Theme, ds []explain.Diagnostic) string {
 		}
 		rows = append(rows, []string{string(d.Severity), d.ID, msg})
 	}
-	return th.table([]string{"SEVERITY", "ID", "MESSAGE"}, rows, p.opts.width(), func(row, col int) lipgloss.Style {
+	return th.table([]string{"SEVERITY", "ID", "MESSAGE"}, rows, p.opts.width(), func(row, col int) CellStyle {
 		if col == 0 {
 			return th.Severity(ds[row].Severity)
 		}
@@ -368,38 +367,25 @@ func (p *tablePrinter) diagnostics(th Theme, ds []explain.Diagnostic) string {
 }
 
 // table renders a borderless table no wider than width: cells are wrapped to the widths
-// fitColumns picks, and trailing blanks are trimmed from every line.
-func (th Theme) table(headers []string, rows [][]string, width int, style func(row, col int) lipgloss.Style) string {
+// fitColumns picks and laid out by layoutTable.
+func (th Theme) table(headers []string, rows [][]string, width int, style func(row, col int) CellStyle) string {
 	cells := measureCells(rows)
-	widths := fitColumns(headers, cells, width)
-	wrapped := make([][]string, len(rows))
-	for i, row := range cells {
-		wrapped[i] = make([]string, len(row))
-		for j, c := range row {
-			s := c.text
-			if j < len(widths) {
-				s = c.wrap(widths[j])
+	for _, row := range cells {
+		for _, c := range row {
+			if t := expandTabs(c.text); t != c.text {
+				c.text = t
+				c.width, c.newlines = measure(t)
 			}
-			wrapped[i][j] = s
 		}
 	}
-	out := table.New().
-		Border(lipgloss.HiddenBorder()).
-		BorderStyle(th.Border).
-		BorderTop(false).BorderBottom(false).BorderLeft(false).BorderRight(false).
-		BorderHeader(false).BorderColumn(true).BorderRow(false).
-		Headers(headers...).
-		Rows(wrapped...).
-		StyleFunc(func(row, col int) lipgloss.Style {
-			if row == table.HeaderRow {
-				return th.Header
+	widths := fitColumns(headers, cells, width)
+	for _, row := range cells {
+		for j, c := range row {
+			if j < len(widths) && c.width > widths[j] {
+				c.text = c.wrap(widths[j])
+				c.width, c.newlines = measure(c.text)
 			}
-			return style(row, col)
-		}).
-		String()
-	lines := strings.Split(out, "\n")
-	for i, l := range lines {
-		lines[i] = strings.TrimRight(l, " ")
+		}
 	}
-	return strings.Join(lines, "\n")
+	return layoutTable(th.Header, headers, cells, style)
 }

@@ -2,6 +2,7 @@ package render
 
 import (
 	"io"
+	"strings"
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
@@ -22,30 +23,48 @@ type Theme struct {
 	// Label is a summary line's name.
 	Label lipgloss.Style
 	// Header is a table's column header cell.
-	Header lipgloss.Style
+	Header CellStyle
 	// Cell is a plain table cell.
-	Cell lipgloss.Style
+	Cell CellStyle
 	// Field is an output path.
-	Field lipgloss.Style
+	Field CellStyle
 	// Value is a value istiod sends.
-	Value lipgloss.Style
+	Value CellStyle
 	// NotSent is a value istiod leaves to Envoy's default.
-	NotSent lipgloss.Style
+	NotSent CellStyle
 	// Shadowed is what a value overrode or what was dropped.
-	Shadowed lipgloss.Style
+	Shadowed CellStyle
 	// Missing marks an object that is referenced but not generated.
 	Missing lipgloss.Style
-	// Border draws table borders (hidden borders: spacing only).
-	Border lipgloss.Style
 	// Warning is a warning line.
 	Warning lipgloss.Style
 
-	origin   map[provenance.Layer]lipgloss.Style
-	severity map[explain.Severity]lipgloss.Style
+	origin   map[provenance.Layer]CellStyle
+	severity map[explain.Severity]CellStyle
 }
 
-// cellPadding is the gap between table columns, on top of the one-space hidden border.
+// cellPadding is the gap between table columns, on top of the one-space column separator.
 const cellPadding = 2
+
+// CellStyle is how the table layout draws a cell: the escape codes a lipgloss style writes
+// around each line of text it styles (none with colour off). The layout pads a cell with
+// plain spaces, as lipgloss pads a style without a background.
+type CellStyle struct {
+	open, close string
+}
+
+// cellStyleOf takes a style's escape codes from lipgloss: what it writes around one letter.
+func cellStyleOf(s lipgloss.Style) CellStyle {
+	open, close, _ := strings.Cut(s.Render("x"), "x")
+	return CellStyle{open: open, close: close}
+}
+
+// paint writes one line of a cell in the style.
+func (c CellStyle) paint(b *strings.Builder, line string) {
+	b.WriteString(c.open)
+	b.WriteString(line)
+	b.WriteString(c.close)
+}
 
 // NewTheme builds the theme for w. With colour off the renderer is forced to the ASCII
 // profile, so no escape code is written whatever w is; with colour on it is forced to the
@@ -60,13 +79,6 @@ func NewTheme(w io.Writer, color bool) Theme {
 	fg := func(c string) lipgloss.Style { return r.NewStyle().Foreground(lipgloss.Color(c)) }
 	bold := func(s lipgloss.Style) lipgloss.Style { return s.Bold(true) }
 	faint := r.NewStyle().Faint(true)
-	if !color {
-		// Without colour the attributes write nothing; leaving them out spares lipgloss
-		// styling every line of every cell for nothing.
-		fg = func(string) lipgloss.Style { return r.NewStyle() }
-		bold = func(s lipgloss.Style) lipgloss.Style { return s }
-		faint = r.NewStyle()
-	}
 	const (
 		red     = "1"
 		green   = "2"
@@ -76,20 +88,21 @@ func NewTheme(w io.Writer, color bool) Theme {
 		cyan    = "6"
 	)
 	plain := r.NewStyle()
+	c := cellStyleOf
 	t := Theme{
 		Title:    bold(r.NewStyle()),
 		Heading:  bold(r.NewStyle()),
 		Label:    faint,
-		Header:   bold(r.NewStyle()).PaddingRight(cellPadding),
-		Cell:     plain.PaddingRight(cellPadding),
-		Field:    plain.PaddingRight(cellPadding),
-		Value:    bold(r.NewStyle()).PaddingRight(cellPadding),
-		NotSent:  faint.PaddingRight(cellPadding),
-		Shadowed: faint.PaddingRight(cellPadding),
+		Header:   c(bold(r.NewStyle())),
+		Cell:     c(plain),
+		Field:    c(plain),
+		Value:    c(bold(r.NewStyle())),
+		NotSent:  c(faint),
+		Shadowed: c(faint),
 		Missing:  bold(fg(red)),
-		Border:   plain,
 		Warning:  fg(yellow),
-		origin: map[provenance.Layer]lipgloss.Style{
+	}
+	origin := map[provenance.Layer]lipgloss.Style{
 			provenance.LayerRegistry:                 fg(cyan),
 			provenance.LayerProxy:                    fg(cyan),
 			provenance.LayerMeshConfig:               fg(blue),
@@ -106,24 +119,25 @@ func NewTheme(w io.Writer, color bool) Theme {
 			provenance.LayerIstioDefault:             plain,
 			provenance.LayerIstiodFlag:               plain,
 			provenance.LayerEnvoyDefault:             faint,
-		},
-		severity: map[explain.Severity]lipgloss.Style{
-			explain.SeverityError:   bold(fg(red)),
-			explain.SeverityWarning: bold(fg(yellow)),
-			explain.SeverityInfo:    fg(blue),
-		},
 	}
-	for l, s := range t.origin {
-		t.origin[l] = s.PaddingRight(cellPadding)
+	severity := map[explain.Severity]lipgloss.Style{
+		explain.SeverityError:   bold(fg(red)),
+		explain.SeverityWarning: bold(fg(yellow)),
+		explain.SeverityInfo:    fg(blue),
 	}
-	for l, s := range t.severity {
-		t.severity[l] = s.PaddingRight(cellPadding)
+	t.origin = make(map[provenance.Layer]CellStyle, len(origin))
+	for l, s := range origin {
+		t.origin[l] = c(s)
+	}
+	t.severity = make(map[explain.Severity]CellStyle, len(severity))
+	for l, s := range severity {
+		t.severity[l] = c(s)
 	}
 	return t
 }
 
 // Origin is the style of an ORIGIN cell for a layer.
-func (t Theme) Origin(l provenance.Layer) lipgloss.Style {
+func (t Theme) Origin(l provenance.Layer) CellStyle {
 	if s, ok := t.origin[l]; ok {
 		return s
 	}
@@ -131,7 +145,7 @@ func (t Theme) Origin(l provenance.Layer) lipgloss.Style {
 }
 
 // Severity is the style of a diagnostic's severity cell.
-func (t Theme) Severity(s explain.Severity) lipgloss.Style {
+func (t Theme) Severity(s explain.Severity) CellStyle {
 	if st, ok := t.severity[s]; ok {
 		return st
 	}
