@@ -5,6 +5,9 @@ import (
 	"os"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/cli"
+	// For its init: the start of the heap on transparent huge pages, where Linux gives them on
+	// request.
+	_ "github.com/mesh-explain/kubectl-mesh-explain/pkg/hugepages"
 )
 
 // startHeap is the heap a command grows to before the collector runs at its usual pace: the
