@@ -101,11 +101,14 @@ type Object struct {
 	Name string `json:"name"`
 	// Summary lines for the table header (discovery type, rules applied, scope...).
 	Summary []Summary `json:"summary,omitempty"`
-	// Value is the object in its protojson form.
+	// Value is the object in its JSON form. An engine may leave it empty when it sets Message:
+	// renderers of the document (-o json, -o yaml) then print Message in its protojson form, so
+	// commands with other outputs do not marshal it.
 	Value json.RawMessage `json:"value,omitempty"`
 	// Origins holds the origin of every field, by output path.
 	Origins []provenance.FieldTrace `json:"origins"`
-	// Message is the generated proto (not serialised; renderers of -o envoy use it).
+	// Message is the generated proto (not serialised as such; renderers of -o envoy use it, and
+	// those of the document print it as value when Value is empty).
 	Message proto.Message `json:"-"`
 	// Missing marks a referenced object that istiod does not generate (a dangling ztunnel key).
 	Missing bool `json:"missing,omitempty"`

@@ -3,8 +3,10 @@ package render
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 
+	"google.golang.org/protobuf/encoding/protojson"
 	"sigs.k8s.io/yaml"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
@@ -26,13 +28,21 @@ type List struct {
 type dataPrinter struct{ yaml bool }
 
 func (p dataPrinter) Print(w io.Writer, r *explain.Result) error {
-	return p.write(w, normalize(r))
+	n, err := normalize(r)
+	if err != nil {
+		return err
+	}
+	return p.write(w, n)
 }
 
 func (p dataPrinter) PrintList(w io.Writer, rs []*explain.Result) error {
 	l := List{APIVersion: explain.APIVersion, Kind: KindList, Items: make([]*explain.Result, 0, len(rs))}
 	for _, r := range rs {
-		l.Items = append(l.Items, normalize(r))
+		n, err := normalize(r)
+		if err != nil {
+			return err
+		}
+		l.Items = append(l.Items, n)
 	}
 	return p.write(w, l)
 }
@@ -58,10 +68,12 @@ func (p dataPrinter) write(w io.Writer, v any) error {
 }
 
 // normalize returns a shallow copy of r whose list fields are empty rather than nil, so the
-// document always has `objects: []`, `diagnostics: []` and `origins: []`. r is not changed.
-func normalize(r *explain.Result) *explain.Result {
+// document always has `objects: []`, `diagnostics: []` and `origins: []`, and whose objects
+// carry their value: an object with a Message and no Value gets the Message in protojson form.
+// r is not changed.
+func normalize(r *explain.Result) (*explain.Result, error) {
 	if r == nil {
-		return &explain.Result{Objects: []explain.Object{}, Diagnostics: []explain.Diagnostic{}}
+		return &explain.Result{Objects: []explain.Object{}, Diagnostics: []explain.Diagnostic{}}, nil
 	}
 	c := *r
 	c.Objects = make([]explain.Object, len(r.Objects))
@@ -69,10 +81,17 @@ func normalize(r *explain.Result) *explain.Result {
 		if o.Origins == nil {
 			o.Origins = []provenance.FieldTrace{}
 		}
+		if len(o.Value) == 0 && o.Message != nil {
+			js, err := protojson.Marshal(o.Message)
+			if err != nil {
+				return nil, fmt.Errorf("printing %s %s: %w", shortKind(o.Kind), o.Name, err)
+			}
+			o.Value = js
+		}
 		c.Objects[i] = o
 	}
 	if c.Diagnostics == nil {
 		c.Diagnostics = []explain.Diagnostic{}
 	}
-	return &c
+	return &c, nil
 }

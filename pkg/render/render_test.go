@@ -171,6 +171,47 @@ func TestJSONIsTheResult(t *testing.T) {
 	}
 }
 
+// TestDocumentPrintsTheMessageAsValue: an object whose engine left Value empty (the second
+// cluster of the fixture) is printed with its Message in protojson form, in JSON and YAML
+// alike; an object with a Value (the first) keeps it.
+func TestDocumentPrintsTheMessageAsValue(t *testing.T) {
+	res := clusterResult(t)
+	if len(res.Objects[0].Value) == 0 || len(res.Objects[1].Value) != 0 || res.Objects[1].Message == nil {
+		t.Fatal("the fixture's first cluster must have a value, its second only a message")
+	}
+	fromMessage, err := protojson.Marshal(res.Objects[1].Message)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []string{FormatJSON, FormatYAML} {
+		out := []byte(printResults(t, format, noColor, res))
+		if format == FormatYAML {
+			if out, err = yaml.YAMLToJSON(out); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var back explain.Result
+		if err := json.Unmarshal(out, &back); err != nil {
+			t.Fatal(err)
+		}
+		for i, want := range [][]byte{res.Objects[0].Value, fromMessage} {
+			var got, wantv any
+			if err := json.Unmarshal(back.Objects[i].Value, &got); err != nil {
+				t.Fatalf("%s: object %d: %v in %q", format, i, err, back.Objects[i].Value)
+			}
+			if err := json.Unmarshal(want, &wantv); err != nil {
+				t.Fatal(err)
+			}
+			if !jsonEqual(got, wantv) {
+				t.Errorf("%s: object %d has value %s, want %s", format, i, back.Objects[i].Value, want)
+			}
+		}
+	}
+	if res.Objects[1].Value != nil {
+		t.Error("printing changed the Result")
+	}
+}
+
 func jsonEqual(a, b any) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)

@@ -8,7 +8,6 @@ import (
 	"sync"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
-	"google.golang.org/protobuf/encoding/protojson"
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
@@ -189,11 +188,7 @@ func (e *Explainer) Explain(q Query) (*explain.Result, error) {
 		if bc.Cluster == nil {
 			continue
 		}
-		obj, err := clusterObject(bc, proxy, hc.Selection.Rule)
-		if err != nil {
-			return nil, err
-		}
-		res.Objects = append(res.Objects, obj)
+		res.Objects = append(res.Objects, clusterObject(bc, proxy, hc.Selection.Rule))
 	}
 	slices.SortStableFunc(res.Objects, func(a, b explain.Object) int { return cmp.Compare(a.Name, b.Name) })
 	res.Diagnostics = sortDiagnostics(res.Diagnostics)
@@ -312,11 +307,9 @@ func resultProxy(p *index.Proxy) *explain.Proxy {
 	return out
 }
 
-func clusterObject(bc Built, proxy *index.Proxy, rule *index.ConsolidatedRule) (explain.Object, error) {
-	js, err := protojson.Marshal(bc.Cluster)
-	if err != nil {
-		return explain.Object{}, fmt.Errorf("printing cluster %s: %w", bc.Name, err)
-	}
+// clusterObject is the Result object of a built cluster. Its Value is left to the renderers of
+// the document, which print Message (explain.Object), so a table does not marshal clusters.
+func clusterObject(bc Built, proxy *index.Proxy, rule *index.ConsolidatedRule) explain.Object {
 	return explain.Object{
 		Kind: ClusterKind,
 		Name: bc.Name,
@@ -325,10 +318,9 @@ func clusterObject(bc Built, proxy *index.Proxy, rule *index.ConsolidatedRule) (
 			{Name: "client proxy", Value: proxy.Description},
 			{Name: "rules applied", Value: rulesApplied(bc, rule)},
 		},
-		Value:   js,
 		Origins: bc.Origins,
 		Message: bc.Cluster,
-	}, nil
+	}
 }
 
 // rulesApplied names the DestinationRules (and the mesh baseline) that set a field of the cluster.
