@@ -48,22 +48,29 @@ func (p dataPrinter) PrintList(w io.Writer, rs []*explain.Result) error {
 }
 
 func (p dataPrinter) write(w io.Writer, v any) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
+	var compact bytes.Buffer
+	enc := json.NewEncoder(&compact)
 	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
 		return err
 	}
-	out := buf.Bytes()
 	if p.yaml {
-		y, err := yaml.JSONToYAML(out)
+		y, err := yaml.JSONToYAML(compact.Bytes())
 		if err != nil {
 			return err
 		}
-		out = y
+		_, err = w.Write(y)
+		return err
 	}
-	_, err := w.Write(out)
+	// The document indented by two spaces, as an Encoder with SetIndent("", "  ") writes it,
+	// into a buffer sized once (the Result's indenting adds less than its compact size): grown as
+	// it goes, the buffer was most of -o json's time.
+	var out bytes.Buffer
+	out.Grow(2 * compact.Len())
+	if err := json.Indent(&out, compact.Bytes(), "", "  "); err != nil {
+		return err
+	}
+	_, err := w.Write(out.Bytes())
 	return err
 }
 
