@@ -15,8 +15,8 @@
 // packages (the Go runtime initializes, of the packages whose imports are initialized, the one
 // with the smallest import path first, and this one imports only the standard library), so most
 // allocations of initialization land in the advised block too. Setting the environment variable
-// MESH_EXPLAIN_HUGEPAGES=0 turns it off. On other systems, or when the kernel gives huge pages
-// always or never, it does nothing.
+// MESH_EXPLAIN_HUGEPAGES=0, or GODEBUG=disablethp=1, turns it off. On other systems, or when the
+// kernel gives huge pages always or never, it does nothing.
 //
 // It owns: the start of the heap. It may import: the standard library only.
 package hugepages

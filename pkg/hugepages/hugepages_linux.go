@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"runtime"
+	"strings"
 	"syscall"
 	"unsafe"
 )
@@ -23,10 +24,22 @@ const enabledFile = "/sys/kernel/mm/transparent_hugepage/enabled"
 var advised struct{ lo, hi uintptr }
 
 func init() {
-	if os.Getenv("MESH_EXPLAIN_HUGEPAGES") == "0" || !onRequest(enabledFile) {
+	if os.Getenv("MESH_EXPLAIN_HUGEPAGES") == "0" || thpDisabled(os.Getenv("GODEBUG")) || !onRequest(enabledFile) {
 		return
 	}
 	advised.lo, advised.hi = advise(blockSize)
+}
+
+// thpDisabled reports whether GODEBUG asks the runtime to keep its heap off huge pages
+// (disablethp=1, the last setting winning as in the runtime).
+func thpDisabled(godebug string) bool {
+	off := false
+	for _, kv := range strings.Split(godebug, ",") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(kv), "disablethp="); ok {
+			off = v == "1"
+		}
+	}
+	return off
 }
 
 // onRequest reports whether the kernel backs memory with transparent huge pages only where

@@ -16,7 +16,7 @@ import (
 // pages on request, the advised range is in a mapping the kernel flags as advised ("hg"), and
 // the heap's next allocations reuse it; elsewhere nothing is advised.
 func TestInitAdvisesTheHeap(t *testing.T) {
-	if !onRequest(enabledFile) || os.Getenv("MESH_EXPLAIN_HUGEPAGES") == "0" {
+	if !onRequest(enabledFile) || os.Getenv("MESH_EXPLAIN_HUGEPAGES") == "0" || thpDisabled(os.Getenv("GODEBUG")) {
 		if advised.lo != 0 || advised.hi != 0 {
 			t.Fatalf("advised %#x-%#x, but huge pages are not given on request here", advised.lo, advised.hi)
 		}
@@ -86,5 +86,21 @@ func TestOnRequest(t *testing.T) {
 	}
 	if onRequest(filepath.Join(dir, "missing")) {
 		t.Error("onRequest of a missing file = true")
+	}
+}
+
+func TestTHPDisabled(t *testing.T) {
+	for godebug, want := range map[string]bool{
+		"":                          false,
+		"disablethp=1":              true,
+		"gctrace=1, disablethp=1":   true,
+		"disablethp=0":              false,
+		"disablethp=1,disablethp=0": false,
+		"madvdontneed=1":            false,
+		"xdisablethp=1":             false,
+	} {
+		if got := thpDisabled(godebug); got != want {
+			t.Errorf("thpDisabled(%q) = %v, want %v", godebug, got, want)
+		}
 	}
 }
