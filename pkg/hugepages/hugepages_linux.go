@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"unsafe"
@@ -31,12 +32,14 @@ func init() {
 }
 
 // thpDisabled reports whether GODEBUG asks the runtime to keep its heap off huge pages
-// (disablethp=1, the last setting winning as in the runtime).
+// (disablethp set to a number other than 0), read as the runtime reads it: comma-separated
+// settings, the last one winning.
 func thpDisabled(godebug string) bool {
 	off := false
 	for _, kv := range strings.Split(godebug, ",") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(kv), "disablethp="); ok {
-			off = v == "1"
+		if v, ok := strings.CutPrefix(kv, "disablethp="); ok {
+			n, err := strconv.Atoi(v)
+			off = err == nil && n != 0
 		}
 	}
 	return off

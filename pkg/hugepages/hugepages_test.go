@@ -93,8 +93,9 @@ func TestTHPDisabled(t *testing.T) {
 	for godebug, want := range map[string]bool{
 		"":                          false,
 		"disablethp=1":              true,
-		"gctrace=1, disablethp=1":   true,
+		"gctrace=1,disablethp=1":    true,
 		"disablethp=0":              false,
+		"disablethp=2":              true,
 		"disablethp=1,disablethp=0": false,
 		"madvdontneed=1":            false,
 		"xdisablethp=1":             false,

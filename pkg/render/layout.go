@@ -419,10 +419,9 @@ func expandTabs(s string) string {
 // as wide as its widest cell plus cellPadding, columns one space apart, each row as tall as its
 // tallest cell, a cell at the top left of its space, and no trailing blanks on any line. A row
 // shorter than the longest row has empty cells after its own; columns that only the headers
-// have hold no cells. It writes what lipgloss's table
-// writes for the same cells with hidden borders, the column separator only, and every style
-// padded right by cellPadding (TestLayoutMatchesLipglossTable), without styling, wrapping and
-// measuring every cell again.
+// have hold no cells. It writes what lipgloss's table writes for the same cells with hidden
+// borders, the column separator only, and every style padded right by cellPadding
+// (TestLayoutMatchesLipglossTable), without styling, wrapping and measuring every cell again.
 func layoutTable(header CellStyle, headers []string, rows [][]*cell, style func(row, col int) CellStyle) string {
 	// cols is the number of cells a row is laid out with, n the number of columns.
 	cols := 0
@@ -446,7 +445,8 @@ func layoutTable(header CellStyle, headers []string, rows [][]*cell, style func(
 		lineWidth += w + cellPadding
 	}
 	buf := make([]byte, 0, size+(len(rows)+1)*(lineWidth+1))
-	// pad pads a cell line to its column's width, with the separator after it.
+	// pad pads a cell line to its column's width, with the separator after it unless the column
+	// is the last of its line: the header line has n columns, the rows cols.
 	last := n - 1
 	pad := func(j, written int) {
 		k := widths[j] + cellPadding - written

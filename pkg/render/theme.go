@@ -59,13 +59,6 @@ func cellStyleOf(s lipgloss.Style) CellStyle {
 	return CellStyle{open: open, close: close}
 }
 
-// paint writes one line of a cell in the style.
-func (c CellStyle) paint(b *strings.Builder, line string) {
-	b.WriteString(c.open)
-	b.WriteString(line)
-	b.WriteString(c.close)
-}
-
 // NewTheme builds the theme for w. With colour off the renderer is forced to the ASCII
 // profile, so no escape code is written whatever w is; with colour on it is forced to the
 // 16-colour profile.
