@@ -14,8 +14,9 @@ check() { # package-pattern forbidden-regex reason
   fi
 }
 pure="^($mod/pkg/(cli|render|source)|github.com/spf13/cobra|github.com/charmbracelet/lipgloss|k8s.io/client-go/(kubernetes|rest|tools)|istio.io/client-go/pkg/clientset)"
-for p in engine/envoycluster engine/ztunnelauthz index model explain provenance; do
+for p in engine/envoycluster engine/ztunnelauthz index model explain explain/diag provenance; do
   [[ -d pkg/$p ]] && check "./pkg/$p" "$pure" "engines are pure: no CLI, rendering, loading or clients"
 done
 [[ -d pkg/render ]] && check "./pkg/render" "^$mod/pkg/(engine/envoycluster|index|source|model)$" "renderers see only explain.Result"
+[[ -d pkg/explain/diag ]] && check "./pkg/explain/diag" "^$mod/pkg/(engine/|index|model|source|render|cli)" "the diagnostics catalogue sees only explain and provenance"
 exit $fail

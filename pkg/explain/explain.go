@@ -48,7 +48,8 @@ func (s Severity) Rank() int {
 // Diagnostic is a finding about the mesh configuration: something that silently does not do
 // what it seems to. Diagnostics never change the exit code.
 type Diagnostic struct {
-	// ID is the stable identifier (D1..D32 for clusters as in the spec, A-prefixed for authz).
+	// ID is the stable identifier from the catalogue in pkg/explain/diag (D-prefixed for
+	// clusters, A-prefixed for authz), listed in docs/diagnostics.md.
 	ID       string   `json:"id"`
 	Severity Severity `json:"severity"`
 	// Message states the finding plainly, lower-case, no trailing period.

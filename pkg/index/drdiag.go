@@ -1,33 +1,14 @@
 package index
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain/diag"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
-
-// sortDiagnostics orders diagnostics by severity, then ID, then message (R9).
-func sortDiagnostics(ds []explain.Diagnostic) {
-	slices.SortStableFunc(ds, func(a, b explain.Diagnostic) int {
-		return cmp.Or(cmp.Compare(a.Severity.Rank(), b.Severity.Rank()), cmp.Compare(idNumber(a.ID), idNumber(b.ID)),
-			strings.Compare(a.ID, b.ID), strings.Compare(a.Message, b.Message))
-	})
-}
-
-func idNumber(id string) int {
-	n := 0
-	for _, c := range strings.TrimLeft(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") {
-		if c < '0' || c > '9' {
-			break
-		}
-		n = n*10 + int(c-'0')
-	}
-	return n
-}
 
 func refsOf(ds []*drInfo) []provenance.Ref {
 	out := make([]provenance.Ref, 0, len(ds))
@@ -84,23 +65,21 @@ func (ix *Index) selectionDiagnostics(p *Proxy, svc *Service, list []*drEntry, s
 
 	if chosen != nil {
 		for _, ds := range chosen.dupSubsets {
-			out = append(out, explain.Diagnostic{
-				ID: "D11", Severity: explain.SeverityWarning, Resources: []provenance.Ref{ds.dropped.ref, ds.kept.ref},
-				Message: fmt.Sprintf("subset %q of %s is dropped: %s, merged before it, already defines a subset with that name", ds.name, ds.dropped.ref, ds.kept.ref),
-				Fix:     fmt.Sprintf("rename or remove subset %q in %s or %s", ds.name, ds.dropped.ref, ds.kept.ref),
-			})
+			out = append(out, diag.DuplicateSubsetDropped.New(
+				fmt.Sprintf("subset %q of %s is dropped: %s, merged before it, already defines a subset with that name", ds.name, ds.dropped.ref, ds.kept.ref),
+				fmt.Sprintf("rename or remove subset %q in %s or %s", ds.name, ds.dropped.ref, ds.kept.ref),
+				ds.dropped.ref, ds.kept.ref))
 		}
 		for _, d := range chosen.ignoredTP {
 			used := chosen.primary
 			if chosen.tpFrom != nil {
 				used = chosen.tpFrom
 			}
-			out = append(out, explain.Diagnostic{
-				ID: "D12", Severity: explain.SeverityWarning, Resources: []provenance.Ref{d.ref, used.ref},
-				Message: fmt.Sprintf("spec.trafficPolicy of %s is ignored: the rule is merged into %s, and istiod keeps the trafficPolicy of %s whole (top-level policies are never merged field by field)",
+			out = append(out, diag.MergedTrafficPolicyIgnored.New(
+				fmt.Sprintf("spec.trafficPolicy of %s is ignored: the rule is merged into %s, and istiod keeps the trafficPolicy of %s whole (top-level policies are never merged field by field)",
 					d.ref, chosen.primary.ref, used.ref),
-				Fix: fmt.Sprintf("move the settings of %s into spec.trafficPolicy of %s, or into subsets", d.ref, used.ref),
-			})
+				fmt.Sprintf("move the settings of %s into spec.trafficPolicy of %s, or into subsets", d.ref, used.ref),
+				d.ref, used.ref))
 		}
 		if chosen.primary.hasSelector {
 			// D31: a plain rule of the same namespace that was not merged into the selector rule.
@@ -119,12 +98,11 @@ func (ix *Index) selectionDiagnostics(p *Proxy, svc *Service, list []*drEntry, s
 				}
 				for _, d := range missed {
 					handled[d] = true
-					out = append(out, explain.Diagnostic{
-						ID: "D31", Severity: explain.SeverityWarning, Resources: []provenance.Ref{chosen.primary.ref, d.ref},
-						Message: fmt.Sprintf("%s has a workloadSelector that matches this proxy and does not inherit %s (no workloadSelector, exportTo: %s): istiod merges a plain rule into workloadSelector rules only when its exportTo contains \".\", so this proxy gets none of its subsets or trafficPolicy",
+					out = append(out, diag.SelectorRuleDoesNotInherit.New(
+						fmt.Sprintf("%s has a workloadSelector that matches this proxy and does not inherit %s (no workloadSelector, exportTo: %s): istiod merges a plain rule into workloadSelector rules only when its exportTo contains \".\", so this proxy gets none of its subsets or trafficPolicy",
 							chosen.primary.ref, d.ref, d.exportToText()),
-						Fix: fmt.Sprintf("add . to spec.exportTo of %s, or copy the subsets and trafficPolicy it needs into %s", d.ref, chosen.primary.ref),
-					})
+						fmt.Sprintf("add . to spec.exportTo of %s, or copy the subsets and trafficPolicy it needs into %s", d.ref, chosen.primary.ref),
+						chosen.primary.ref, d.ref))
 				}
 			}
 		} else {
@@ -138,12 +116,11 @@ func (ix *Index) selectionDiagnostics(p *Proxy, svc *Service, list []*drEntry, s
 						continue
 					}
 					handled[d] = true
-					out = append(out, explain.Diagnostic{
-						ID: "D13", Severity: explain.SeverityWarning, Resources: []provenance.Ref{d.ref, chosen.primary.ref},
-						Message: fmt.Sprintf("%s and %s for host %s are not merged because their exportTo differ (%s vs %s): this proxy sees both and uses only the later one, %s",
+					out = append(out, diag.RulesNotMerged.New(
+						fmt.Sprintf("%s and %s for host %s are not merged because their exportTo differ (%s vs %s): this proxy sees both and uses only the later one, %s",
 							d.ref, entryName(chosen), d.host, exportSetText(e.exportTo), exportSetText(chosen.exportTo), entryName(chosen)),
-						Fix: fmt.Sprintf("give %s and %s the same spec.exportTo so istiod merges them, or combine them into one DestinationRule", d.ref, chosen.primary.ref),
-					})
+						fmt.Sprintf("give %s and %s the same spec.exportTo so istiod merges them, or combine them into one DestinationRule", d.ref, chosen.primary.ref),
+						d.ref, chosen.primary.ref))
 				}
 			}
 		}
@@ -179,7 +156,7 @@ func (ix *Index) selectionDiagnostics(p *Proxy, svc *Service, list []*drEntry, s
 			msg += fmt.Sprintf("; %s has no workloadSelector but was merged only into the workloadSelector rule, because both have exportTo \".\"", d.ref)
 			fix = fmt.Sprintf("remove spec.exportTo from %s (or list the namespace by name) so istiod keeps it as a rule of its own, or make a workloadSelector match the proxy", d.ref)
 		}
-		out = append(out, explain.Diagnostic{ID: "D5", Severity: explain.SeverityError, Resources: resources, Message: msg, Fix: fix})
+		out = append(out, diag.SelectorRuleShadowsFallback.New(msg, fix, resources...))
 	}
 
 	for _, d := range ix.drsCovering(host) {
@@ -190,7 +167,7 @@ func (ix *Index) selectionDiagnostics(p *Proxy, svc *Service, list []*drEntry, s
 			out = append(out, diag)
 		}
 	}
-	sortDiagnostics(out)
+	diag.Sort(out, diag.KeepAll)
 	return out
 }
 
@@ -227,8 +204,8 @@ func winnerText(chosen *drEntry, step int) string {
 // whyNot classifies one DestinationRule for the host that does not apply to the proxy.
 func (ix *Index) whyNot(p *Proxy, svc *Service, d *drInfo, list []*drEntry, step int, chosen *drEntry) (explain.Diagnostic, bool) {
 	c, s, root, host := p.Namespace, svc.Namespace, ix.root, svc.Hostname
-	diag := func(id string, sev explain.Severity, msg, fix string, extra ...provenance.Ref) (explain.Diagnostic, bool) {
-		return explain.Diagnostic{ID: id, Severity: sev, Message: msg, Fix: fix, Resources: append([]provenance.Ref{d.ref}, extra...)}, true
+	found := func(id diag.ID, msg, fix string, extra ...provenance.Ref) (explain.Diagnostic, bool) {
+		return id.New(msg, fix, append([]provenance.Ref{d.ref}, extra...)...), true
 	}
 	chosenRefs := func() []provenance.Ref {
 		if chosen == nil {
@@ -238,13 +215,13 @@ func (ix *Index) whyNot(p *Proxy, svc *Service, d *drInfo, list []*drEntry, step
 	}
 
 	if d.ns != c && d.ns != s && d.ns != root {
-		return diag("D2", explain.SeverityError,
+		return found(diag.RuleOffLookupPath,
 			fmt.Sprintf("%s (host %s) is never consulted for this proxy: istiod looks for DestinationRules of %s only in the client namespace %s, the service namespace %s and the root namespace %s",
 				d.ref, d.host, host, c, s, root),
 			fmt.Sprintf("move %s to namespace %s (with exportTo including %s) or to %s", d.ref, s, c, root))
 	}
 	if d.hasSelector && d.ns != c {
-		return diag("D6", explain.SeverityWarning,
+		return found(diag.SelectorRuleIgnored,
 			fmt.Sprintf("%s has a workloadSelector (%s), so it is never exported: it applies only to proxies in namespace %s, and this proxy is in %s",
 				d.ref, formatLabels(d.selector), d.ns, c),
 			fmt.Sprintf("create the rule in namespace %s, or remove spec.workloadSelector from %s", c, d.ref))
@@ -261,7 +238,7 @@ func (ix *Index) whyNot(p *Proxy, svc *Service, d *drInfo, list []*drEntry, step
 	if in1 {
 		mh, l1, _ := t1.match(host)
 		if mh != d.host {
-			return diag("D4", explain.SeverityError,
+			return found(diag.RuleShadowed,
 				fmt.Sprintf("%s (host %s) is shadowed by %s (host %s) in namespace %s: istiod uses only the most specific host within a namespace and does not fall back to less specific ones",
 					d.ref, d.host, entriesName(l1), mh, d.ns),
 				fmt.Sprintf("move the settings of %s into %s, or remove the more specific rule", d.ref, entriesName(l1)),
@@ -273,24 +250,24 @@ func (ix *Index) whyNot(p *Proxy, svc *Service, d *drInfo, list []*drEntry, step
 				if !ix.selectsAnyWorkload(d.ns, d.selector) {
 					msg += fmt.Sprintf("; it selects no workload in namespace %s", d.ns)
 				}
-				return diag("D6", explain.SeverityWarning, msg,
+				return found(diag.SelectorRuleIgnored, msg,
 					fmt.Sprintf("change spec.workloadSelector.matchLabels of %s to labels the intended workloads have", d.ref))
 			}
-			return diag("D4", explain.SeverityError,
+			return found(diag.RuleShadowed,
 				fmt.Sprintf("%s selects this proxy too, but %s comes first (workloadSelector rules are ordered by creation time) and is used", d.ref, entryNameOr(chosen, "another rule")),
 				fmt.Sprintf("merge %s into %s, or narrow its spec.workloadSelector", d.ref, entryNameOr(chosen, "the rule used")), chosenRefs()...)
 		}
-		return diag("D4", explain.SeverityError,
+		return found(diag.RuleShadowed,
 			fmt.Sprintf("%s is not used by this proxy: it uses %s", d.ref, winnerText(chosen, step)),
 			fmt.Sprintf("move the settings of %s into %s", d.ref, entryNameOr(chosen, "a rule this proxy uses")), chosenRefs()...)
 	}
 	if d.ns == c && c != root && !d.inLocal {
-		return diag("D3", explain.SeverityError,
+		return found(diag.RuleHiddenByExportTo,
 			fmt.Sprintf("%s exports only to %s, which does not include its own namespace (. or %s), so it does not apply to proxies in %s", d.ref, d.exportToText(), d.ns, c),
 			fmt.Sprintf("add . to spec.exportTo of %s", d.ref))
 	}
 	if d.ns == root && c != root && d.privateOnly && d.ns != s {
-		return diag("D3", explain.SeverityError,
+		return found(diag.RuleHiddenByExportTo,
 			fmt.Sprintf("%s is private to the root namespace %s (%s): such rules apply only to proxies in %s, not to proxies in %s",
 				d.ref, root, ix.privateReason(d), root, c),
 			fmt.Sprintf("set spec.exportTo of %s to * or add %s to it", d.ref, c))
@@ -301,7 +278,7 @@ func (ix *Index) whyNot(p *Proxy, svc *Service, d *drInfo, list []*drEntry, step
 		dstep = 2
 	}
 	if d.privateOnly {
-		return diag("D3", explain.SeverityError,
+		return found(diag.RuleHiddenByExportTo,
 			fmt.Sprintf("%s is private to namespace %s (%s), so it does not apply to proxies in %s", d.ref, d.ns, ix.privateReason(d), c),
 			fmt.Sprintf("add %s to spec.exportTo of %s", c, d.ref))
 	}
@@ -318,23 +295,23 @@ func (ix *Index) whyNot(p *Proxy, svc *Service, d *drInfo, list []*drEntry, step
 		if !exported {
 			msg += fmt.Sprintf("; that rule is not exported to %s either, so namespace %s gives this proxy nothing", c, d.ns)
 		}
-		return diag("D4", explain.SeverityError, msg,
+		return found(diag.RuleShadowed, msg,
 			fmt.Sprintf("move the settings of %s into %s, or remove the more specific rule", d.ref, entriesName(l)), refsOf(entryDRs(l))...)
 	}
 	for _, e := range l {
 		if e.has(d) && !exportedTo(e.exportTo, c) {
-			return diag("D3", explain.SeverityError,
+			return found(diag.RuleHiddenByExportTo,
 				fmt.Sprintf("%s is not visible from namespace %s (exportTo: %s)", d.ref, c, d.exportToText()),
 				fmt.Sprintf("add %s to spec.exportTo of %s", c, d.ref))
 		}
 	}
 	if step != 0 && step < dstep {
-		return diag("D4", explain.SeverityError,
+		return found(diag.RuleShadowed,
 			fmt.Sprintf("%s (in the %s) is shadowed by %s: istiod stops at the first namespace that has a rule for %s and nothing is inherited from later ones",
 				d.ref, stepName(dstep), winnerText(chosen, step), host),
 			fmt.Sprintf("move the settings of %s into %s, or remove that rule if %s should apply", d.ref, entryNameOr(chosen, "the rule found first"), d.ref), chosenRefs()...)
 	}
-	return diag("D4", explain.SeverityError,
+	return found(diag.RuleShadowed,
 		fmt.Sprintf("%s is not used by this proxy: it uses %s", d.ref, winnerText(chosen, step)),
 		fmt.Sprintf("move the settings of %s into %s", d.ref, entryNameOr(chosen, "a rule this proxy uses")), chosenRefs()...)
 }

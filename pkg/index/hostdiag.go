@@ -5,8 +5,8 @@ import (
 	"strings"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain/diag"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/internal/strdist"
-	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
 
 // HostDiagnostics are the findings about svc itself for the rule selected for the proxy: D1 for
@@ -21,23 +21,21 @@ func (ix *Index) HostDiagnostics(p *Proxy, svc *Service, sel Selection) []explai
 	var out []explain.Diagnostic
 	for _, d := range ix.unmatchedDRs() {
 		if why, ok := typoOf(d, svc); ok {
-			out = append(out, explain.Diagnostic{
-				ID: "D1", Severity: explain.SeverityError, Resources: []provenance.Ref{d.ref},
-				Message: fmt.Sprintf("%s host %q matches no service: %s, so it does not apply to %s", d.ref, d.obj.Spec.GetHost(), why, svc.Hostname),
-				Fix:     fmt.Sprintf("set spec.host of %s to %s", d.ref, svc.Hostname),
-			})
+			out = append(out, diag.HostMatchesNoService.New(
+				fmt.Sprintf("%s host %q matches no service: %s, so it does not apply to %s", d.ref, d.obj.Spec.GetHost(), why, svc.Hostname),
+				fmt.Sprintf("set spec.host of %s to %s", d.ref, svc.Hostname),
+				d.ref))
 		}
 	}
 	if svc.Resolution == Alias {
 		for _, d := range ix.drsByHost[svc.Hostname] {
-			out = append(out, explain.Diagnostic{
-				ID: "D28", Severity: explain.SeverityWarning, Resources: []provenance.Ref{d.ref, svc.Ref},
-				Message: fmt.Sprintf("%s is for %s, an ExternalName alias of %s: istiod builds no cluster for an alias, so the rule has no effect; traffic uses the clusters and DestinationRule of %s",
+			out = append(out, diag.RuleOnExternalNameAlias.New(
+				fmt.Sprintf("%s is for %s, an ExternalName alias of %s: istiod builds no cluster for an alias, so the rule has no effect; traffic uses the clusters and DestinationRule of %s",
 					d.ref, svc.Hostname, svc.ExternalName, svc.ExternalName),
-				Fix: fmt.Sprintf("set spec.host of %s to %s", d.ref, svc.ExternalName),
-			})
+				fmt.Sprintf("set spec.host of %s to %s", d.ref, svc.ExternalName),
+				d.ref, svc.Ref))
 		}
-		sortDiagnostics(out)
+		diag.Sort(out, diag.KeepAll)
 		return out
 	}
 	dns := svc.Resolution == DNSLB || svc.Resolution == DNSRoundRobinLB
@@ -52,12 +50,11 @@ func (ix *Index) HostDiagnostics(p *Proxy, svc *Service, sel Selection) []explai
 				why = fmt.Sprintf("its workloadSelector (%s) selects no pod or WorkloadEntry in namespace %s", formatLabels(svc.Selector), svc.Namespace)
 				fix = fmt.Sprintf("change spec.workloadSelector of %s to labels of existing workloads, or remove it so the host itself is resolved", svc.Ref)
 			}
-			out = append(out, explain.Diagnostic{
-				ID: "D18", Severity: explain.SeverityError, Resources: []provenance.Ref{svc.Ref},
-				Message: fmt.Sprintf("%s is resolved by DNS and %s: istiod drops cluster outbound|%d||%s (a DNS cluster without endpoints is not sent)",
+			out = append(out, diag.DNSClusterDropped.New(
+				fmt.Sprintf("%s is resolved by DNS and %s: istiod drops cluster outbound|%d||%s (a DNS cluster without endpoints is not sent)",
 					svc.Ref, why, port.Number, svc.Hostname),
-				Fix: fix,
-			})
+				fix,
+				svc.Ref))
 		}
 	}
 	if sel.Rule != nil && !svc.EndpointsUnknown {
@@ -102,14 +99,13 @@ func (ix *Index) HostDiagnostics(p *Proxy, svc *Service, sel Selection) []explai
 					effect += "; the endpoints of a DNS ServiceEntry without endpoints or workloadSelector have no labels"
 				}
 			}
-			out = append(out, explain.Diagnostic{
-				ID: "D17", Severity: explain.SeverityError, Resources: []provenance.Ref{from},
-				Message: fmt.Sprintf("subset %q of %s (labels %s) selects %s: %s", s.GetName(), from, formatLabels(s.GetLabels()), where, effect),
-				Fix:     fmt.Sprintf("change the labels of subset %q in %s to labels the endpoints of %s have", s.GetName(), from, svc.Hostname),
-			})
+			out = append(out, diag.SubsetSelectsNothing.New(
+				fmt.Sprintf("subset %q of %s (labels %s) selects %s: %s", s.GetName(), from, formatLabels(s.GetLabels()), where, effect),
+				fmt.Sprintf("change the labels of subset %q in %s to labels the endpoints of %s have", s.GetName(), from, svc.Hostname),
+				from))
 		}
 	}
-	sortDiagnostics(out)
+	diag.Sort(out, diag.KeepAll)
 	return out
 }
 
@@ -192,9 +188,9 @@ func (ix *Index) UnmatchedDestinationRules() []explain.Diagnostic {
 		if s := ix.suggestHosts(d.host, d.ns); strings.HasPrefix(s, "did you mean") {
 			fix += " (" + s + ")"
 		}
-		out = append(out, explain.Diagnostic{ID: "D1", Severity: explain.SeverityError, Resources: []provenance.Ref{d.ref}, Message: msg, Fix: fix})
+		out = append(out, diag.HostMatchesNoService.New(msg, fix, d.ref))
 	}
-	sortDiagnostics(out)
+	diag.Sort(out, diag.KeepAll)
 	return out
 }
 

@@ -11,6 +11,7 @@ import (
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain/diag"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
 
@@ -359,7 +360,7 @@ func (ix *Index) RouteDiagnostics(p *Proxy, svc *Service, sel Selection) []expla
 			}
 			msg += fmt.Sprintf(" (%s defines it but is not the rule this proxy uses)", strings.Join(names, ", "))
 		}
-		out = append(out, explain.Diagnostic{ID: "D10", Severity: explain.SeverityError, Message: msg, Resources: resources, Fix: fix})
+		out = append(out, diag.RouteToUndefinedSubset.New(msg, fix, resources...))
 	}
 	if sel.Rule != nil {
 		for i, s := range sel.Rule.Spec.GetSubsets() {
@@ -370,12 +371,11 @@ func (ix *Index) RouteDiagnostics(p *Proxy, svc *Service, sel Selection) []expla
 			if i < len(sel.Rule.SubsetFrom) {
 				from = sel.Rule.SubsetFrom[i]
 			}
-			out = append(out, explain.Diagnostic{
-				ID: "D9", Severity: explain.SeverityWarning, Resources: []provenance.Ref{from},
-				Message: fmt.Sprintf("subset %q of %s is not the destination of any route this proxy has: its clusters exist but receive no traffic, so its policy never applies",
+			out = append(out, diag.SubsetNotRouted.New(
+				fmt.Sprintf("subset %q of %s is not the destination of any route this proxy has: its clusters exist but receive no traffic, so its policy never applies",
 					s.GetName(), from),
-				Fix: fmt.Sprintf("route to subset %q from a VirtualService for %s visible to namespace %s, or remove the subset", s.GetName(), svc.Hostname, p.Namespace),
-			})
+				fmt.Sprintf("route to subset %q from a VirtualService for %s visible to namespace %s, or remove the subset", s.GetName(), svc.Hostname, p.Namespace),
+				from))
 		}
 	}
 	return out

@@ -12,6 +12,7 @@ import (
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain/diag"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
 
@@ -649,19 +650,17 @@ func (ix *Index) trimDiagnostic(sc *sidecarScope, scope *Scope, svc *Service, dr
 	}
 	if scope.VirtualService != nil && len(scope.EgressPorts) == 0 {
 		resources = append(resources, *scope.VirtualService)
-		return explain.Diagnostic{
-			ID: "D8", Severity: explain.SeverityWarning, Resources: resources,
-			Message: fmt.Sprintf("%s imports %s only through the routes of %s, which name port %s: there are no clusters for port %s, and DestinationRule settings for those ports have no effect",
+		return diag.SidecarPortTrimsPorts.New(
+			fmt.Sprintf("%s imports %s only through the routes of %s, which name port %s: there are no clusters for port %s, and DestinationRule settings for those ports have no effect",
 				sidecarName(scope.Sidecar), svc.Hostname, scope.VirtualService, strings.Join(kept, ","), strings.Join(dropped, ",")),
-			Fix: fmt.Sprintf("add %s/%s to spec.egress[].hosts of %s to import every port", svc.Namespace, svc.Hostname, sidecarName(scope.Sidecar)),
-		}
+			fmt.Sprintf("add %s/%s to spec.egress[].hosts of %s to import every port", svc.Namespace, svc.Hostname, sidecarName(scope.Sidecar)),
+			resources...)
 	}
-	return explain.Diagnostic{
-		ID: "D8", Severity: explain.SeverityWarning, Resources: resources,
-		Message: fmt.Sprintf("%s imports %s through an egress listener on port %s: there are no clusters for port %s, and DestinationRule settings for those ports have no effect",
+	return diag.SidecarPortTrimsPorts.New(
+		fmt.Sprintf("%s imports %s through an egress listener on port %s: there are no clusters for port %s, and DestinationRule settings for those ports have no effect",
 			sidecarName(scope.Sidecar), svc.Hostname, strings.Join(kept, ","), strings.Join(dropped, ",")),
-		Fix: fmt.Sprintf("add an egress listener without port (or one per port) importing %s/%s to %s if the other ports are needed", svc.Namespace, svc.Hostname, sidecarName(scope.Sidecar)),
-	}
+		fmt.Sprintf("add an egress listener without port (or one per port) importing %s/%s to %s if the other ports are needed", svc.Namespace, svc.Hostname, sidecarName(scope.Sidecar)),
+		resources...)
 }
 
 func sidecarName(r *provenance.Ref) string {
@@ -675,11 +674,9 @@ func sidecarName(r *provenance.Ref) string {
 func (ix *Index) notInScope(p *Proxy, sc *sidecarScope, hostname string) []explain.Diagnostic {
 	byNs := ix.groups[hostname]
 	if len(byNs) == 0 {
-		return []explain.Diagnostic{{
-			ID: "D7", Severity: explain.SeverityError,
-			Message: fmt.Sprintf("no Service or ServiceEntry defines host %s, so the proxy has no cluster for it", hostname),
-			Fix:     fmt.Sprintf("create a Service or ServiceEntry for %s", hostname),
-		}}
+		return []explain.Diagnostic{diag.HostNotInScope.New(
+			fmt.Sprintf("no Service or ServiceEntry defines host %s, so the proxy has no cluster for it", hostname),
+			fmt.Sprintf("create a Service or ServiceEntry for %s", hostname))}
 	}
 	var visible, hidden []*regService
 	for _, ns := range sortedKeys(byNs) {
@@ -694,12 +691,11 @@ func (ix *Index) notInScope(p *Proxy, sc *sidecarScope, hostname string) []expla
 	if len(visible) == 0 {
 		var out []explain.Diagnostic
 		for _, m := range hidden {
-			out = append(out, explain.Diagnostic{
-				ID: "D7", Severity: explain.SeverityError, Resources: []provenance.Ref{m.svc.Ref},
-				Message: fmt.Sprintf("%s is not visible from namespace %s (exportTo: %s), so the proxy has no cluster for %s and no DestinationRule applies",
+			out = append(out, diag.HostNotInScope.New(
+				fmt.Sprintf("%s is not visible from namespace %s (exportTo: %s), so the proxy has no cluster for %s and no DestinationRule applies",
 					m.svc.Ref, p.Namespace, ix.exportToText(m), hostname),
-				Fix: ix.exportFix(m, p.Namespace),
-			})
+				ix.exportFix(m, p.Namespace),
+				m.svc.Ref))
 		}
 		return out
 	}
@@ -725,12 +721,11 @@ func (ix *Index) notInScope(p *Proxy, sc *sidecarScope, hostname string) []expla
 			}
 		}
 	}
-	return []explain.Diagnostic{{
-		ID: "D7", Severity: explain.SeverityError, Resources: resources,
-		Message: fmt.Sprintf("%s of namespace %s does not import %s (%s): the proxy has no cluster for it and no DestinationRule applies",
+	return []explain.Diagnostic{diag.HostNotInScope.New(
+		fmt.Sprintf("%s of namespace %s does not import %s (%s): the proxy has no cluster for it and no DestinationRule applies",
 			scName, p.Namespace, hostname, reason),
-		Fix: fmt.Sprintf("add %s/%s to spec.egress[].hosts of %s", m.svc.Namespace, hostname, scName),
-	}}
+		fmt.Sprintf("add %s/%s to spec.egress[].hosts of %s", m.svc.Namespace, hostname, scName),
+		resources...)}
 }
 
 func (ix *Index) exportToText(rs *regService) string {

@@ -20,6 +20,7 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain/diag"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
@@ -247,7 +248,7 @@ func (b *builder) build(i int) Built {
 	name := clusterName(subset, host, port)
 	out := Built{Name: name, Subset: subset}
 	if !st.buildCluster(name, def) {
-		out.Diagnostics = sortDiagnostics(d.list)
+		out.Diagnostics = diag.Sort(d.list, diag.SameMessage)
 		return out
 	}
 	st.applyTrafficPolicy()
@@ -263,7 +264,7 @@ func (b *builder) build(i int) Built {
 	} else {
 		out.Origins = st.rec.TakeTraces()
 	}
-	out.Diagnostics = sortDiagnostics(d.list)
+	out.Diagnostics = diag.Sort(d.list, diag.SameMessage)
 	return out
 }
 

@@ -11,6 +11,7 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain/diag"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
@@ -173,7 +174,7 @@ func (e *Explainer) Explain(q Query) (*explain.Result, error) {
 		if q.Port != 0 && !hasPort(candidates[0].Ports, q.Port) {
 			return nil, invalidPort(candidates[0], q.Port)
 		}
-		res.Diagnostics = sortDiagnostics(res.Diagnostics)
+		res.Diagnostics = diag.Sort(res.Diagnostics, diag.SameMessage)
 		return res, nil
 	}
 	res.Subject.Namespace = hc.Service.Namespace
@@ -191,7 +192,7 @@ func (e *Explainer) Explain(q Query) (*explain.Result, error) {
 		res.Objects = append(res.Objects, clusterObject(bc, proxy, hc.Selection.Rule))
 	}
 	slices.SortStableFunc(res.Objects, func(a, b explain.Object) int { return cmp.Compare(a.Name, b.Name) })
-	res.Diagnostics = sortDiagnostics(res.Diagnostics)
+	res.Diagnostics = diag.Sort(res.Diagnostics, diag.SameMessage)
 	return res, nil
 }
 
@@ -417,9 +418,10 @@ func envoyFilterDiagnostics(snap *model.Snapshot, p *index.Proxy) []explain.Diag
 				continue
 			}
 			ref := provenance.Ref{Kind: "EnvoyFilter", Namespace: ef.Namespace, Name: ef.Name}
-			out = append(out, explain.Diagnostic{ID: "D30", Severity: explain.SeverityInfo, Resources: []provenance.Ref{ref},
-				Message: fmt.Sprintf("%s patches clusters of this proxy (%s): istiod applies it after everything shown here, so the real clusters may differ", ref, strings.ToLower(cp.GetPatch().GetOperation().String())),
-				Fix:     "check the patched fields with istioctl proxy-config cluster"})
+			out = append(out, diag.EnvoyFilterPatchesClusters.New(
+				fmt.Sprintf("%s patches clusters of this proxy (%s): istiod applies it after everything shown here, so the real clusters may differ", ref, strings.ToLower(cp.GetPatch().GetOperation().String())),
+				"check the patched fields with istioctl proxy-config cluster",
+				ref))
 			break
 		}
 	}

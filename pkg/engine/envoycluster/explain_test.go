@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain/diag"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/internal/explaintest"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
@@ -122,7 +123,7 @@ func TestExplainBuildsEveryPortAndSubsetSortedByName(t *testing.T) {
 		if a.Severity.Rank() != b.Severity.Rank() {
 			return a.Severity.Rank() - b.Severity.Rank()
 		}
-		return compareIDs(a.ID, b.ID)
+		return diag.CompareIDs(a.ID, b.ID)
 	}) {
 		t.Errorf("diagnostics not sorted: %v", res.Diagnostics)
 	}

@@ -6,7 +6,7 @@ import (
 
 	networking "istio.io/api/networking/v1alpha3"
 
-	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain/diag"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
 
@@ -256,9 +256,10 @@ func (b *builder) resolveDefault(d *diagnostics) *effective {
 		winner := e.src[k]
 		e.dropped = append(e.dropped, dropped{block: k, value: mv, src: mSrc,
 			reason: fmt.Sprintf("dropped: %s sets %s, which replaces the MeshConfig defaultTrafficPolicy.%s block whole (fields are not merged)", winner.title(), k, k)})
-		d.add(diag{id: "D25", sev: explain.SeverityInfo, refs: refsOf(winner.ref),
-			msg: fmt.Sprintf("%s sets %s for port %d, which replaces the whole MeshConfig defaultTrafficPolicy.%s (fields are not merged)", winner.title(), k, port, k),
-			fix: fmt.Sprintf("repeat the MeshConfig defaultTrafficPolicy.%s fields you want to keep in the DestinationRule block", k)})
+		d.add(diag.MeshBaselineShadowed.New(
+			fmt.Sprintf("%s sets %s for port %d, which replaces the whole MeshConfig defaultTrafficPolicy.%s (fields are not merged)", winner.title(), k, port, k),
+			fmt.Sprintf("repeat the MeshConfig defaultTrafficPolicy.%s fields you want to keep in the DestinationRule block", k),
+			refsOf(winner.ref)...))
 	}
 	return e
 }
@@ -316,9 +317,10 @@ func (b *builder) resolveSubset(def *effective, i int, d *diagnostics) *effectiv
 		for _, k := range []block{bConnectionPool, bOutlierDetection} {
 			meshHas := (k == bConnectionPool && mdtp.GetConnectionPool() != nil) || (k == bOutlierDetection && mdtp.GetOutlierDetection() != nil)
 			if meshHas && get(subPolicy, k) == nil {
-				d.add(diag{id: "D26", sev: explain.SeverityWarning, refs: refsOf(ref),
-					msg: fmt.Sprintf("%s has no %s, so subset %s on port %d gets no MeshConfig defaultTrafficPolicy.%s (istiod does not re-apply the mesh baseline at subset port level)", pSrc.title(), k, ss.Name, port, k),
-					fix: fmt.Sprintf("set %s in the subset's portLevelSettings entry", k)})
+				d.add(diag.MeshBaselineLostAtSubsetPort.New(
+					fmt.Sprintf("%s has no %s, so subset %s on port %d gets no MeshConfig defaultTrafficPolicy.%s (istiod does not re-apply the mesh baseline at subset port level)", pSrc.title(), k, ss.Name, port, k),
+					fmt.Sprintf("set %s in the subset's portLevelSettings entry", k),
+					refsOf(ref)...))
 			}
 		}
 	}
@@ -374,9 +376,10 @@ func (b *builder) diagPortDrops(d *diagnostics, lost []block, from, entry source
 		}
 		parts = append(parts, fmt.Sprintf("%s (now %s)", k, repl))
 	}
-	d.add(diag{id: "D14", sev: explain.SeverityWarning, refs: refsOf(from.ref),
-		msg: fmt.Sprintf("%s replaces %s for port %d and drops %s", entry.title(), what, b.in.Port.Number, strings.Join(parts, ", ")),
-		fix: "repeat the blocks you want to keep inside the portLevelSettings entry: port-level settings never inherit"})
+	d.add(diag.PortLevelDropsBlocks.New(
+		fmt.Sprintf("%s replaces %s for port %d and drops %s", entry.title(), what, b.in.Port.Number, strings.Join(parts, ", ")),
+		"repeat the blocks you want to keep inside the portLevelSettings entry: port-level settings never inherit",
+		refsOf(from.ref)...))
 }
 
 func refsOf(r *provenance.Ref) []provenance.Ref {

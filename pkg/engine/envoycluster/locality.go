@@ -13,7 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	networking "istio.io/api/networking/v1alpha3"
 
-	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain/diag"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
@@ -131,9 +131,10 @@ func (st *clusterState) applyLocality(lb *networking.LoadBalancerSettings) {
 		st.set("commonLbConfig.localityWeightedLbConfig", "{}", wo)
 	}
 	if !enableFailover && l.GetDistribute() == nil && (len(l.GetFailover()) > 0 || len(l.GetFailoverPriority()) > 0) {
-		st.d.add(diag{id: "D24", sev: explain.SeverityWarning, refs: refsOf(s.origin("").Resource),
-			msg: fmt.Sprintf("%s configures locality failover, but cluster %s has no outlierDetection, so no failover happens", s.title, c.Name),
-			fix: "add an outlierDetection block: Envoy only fails over once it ejects unhealthy endpoints"})
+		st.d.add(diag.OutlierDetectionSurprise.New(
+			fmt.Sprintf("%s configures locality failover, but cluster %s has no outlierDetection, so no failover happens", s.title, c.Name),
+			"add an outlierDetection block: Envoy only fails over once it ejects unhealthy endpoints",
+			refsOf(s.origin("").Resource)...))
 	}
 	if c.LoadAssignment != nil && l != nil {
 		st.applyLocalityLoadBalancer(s, c.OutlierDetection != nil || s.force)

@@ -10,7 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	networking "istio.io/api/networking/v1alpha3"
 
-	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain/diag"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
@@ -109,35 +109,40 @@ func (st *clusterState) policyDiagnostics() {
 		src := st.eff.src[bLoadBalancer]
 		if ch := lb.GetConsistentHash(); ch != nil {
 			if lb.GetWarmup() != nil || lb.GetWarmupDurationSecs() != nil {
-				st.d.add(diag{id: "D23", sev: explain.SeverityWarning, refs: refsOf(src.ref),
-					msg: fmt.Sprintf("%s combines consistentHash with warmup: cluster %s hashes, and a slow-start config only stays when ringHash/maglev set no size", src.title(), name),
-					fix: "drop warmup: slow start does not apply to hash load balancers"})
+				st.d.add(diag.ConsistentHashInconsistent.New(
+					fmt.Sprintf("%s combines consistentHash with warmup: cluster %s hashes, and a slow-start config only stays when ringHash/maglev set no size", src.title(), name),
+					"drop warmup: slow start does not apply to hash load balancers",
+					refsOf(src.ref)...))
 			}
 			proto := b.in.Port.Protocol
 			if !isHTTP(proto) && !isAuto(proto) && !ch.GetUseSourceIp() {
-				st.d.add(diag{id: "D23", sev: explain.SeverityWarning, refs: refsOf(src.ref),
-					msg: fmt.Sprintf("%s hashes on a header, cookie or query parameter, but port %d is %s: only useSourceIp reaches the TCP proxy, so cluster %s is a hash cluster without hash input", src.title(), b.in.Port.Number, proto, name),
-					fix: "use consistentHash.useSourceIp for TCP ports"})
+				st.d.add(diag.ConsistentHashInconsistent.New(
+					fmt.Sprintf("%s hashes on a header, cookie or query parameter, but port %d is %s: only useSourceIp reaches the TCP proxy, so cluster %s is a hash cluster without hash input", src.title(), b.in.Port.Number, proto, name),
+					"use consistentHash.useSourceIp for TCP ports",
+					refsOf(src.ref)...))
 			}
 		}
 		if lb.GetBackendUtilization() != nil {
-			st.d.add(diag{id: "D23", sev: explain.SeverityWarning, refs: refsOf(src.ref),
-				msg: fmt.Sprintf("%s sets loadBalancer.backendUtilization, which this istiod version does not read: cluster %s uses %s", src.title(), name, st.c.LbPolicy),
-				fix: "use a simple policy, or an istiod version that supports backendUtilization"})
+			st.d.add(diag.ConsistentHashInconsistent.New(
+				fmt.Sprintf("%s sets loadBalancer.backendUtilization, which this istiod version does not read: cluster %s uses %s", src.title(), name, st.c.LbPolicy),
+				"use a simple policy, or an istiod version that supports backendUtilization",
+				refsOf(src.ref)...))
 		}
 		if lb.GetSimple() == networking.LoadBalancerSettings_PASSTHROUGH && b.in.Service.Resolution != index.Passthrough {
-			st.d.add(diag{id: "D29", sev: explain.SeverityWarning, refs: refsOf(src.ref),
-				msg: fmt.Sprintf("%s sets loadBalancer.simple PASSTHROUGH: cluster %s becomes ORIGINAL_DST and connects to the original destination IP, ignoring the service's endpoints", src.title(), name),
-				fix: "remove PASSTHROUGH unless clients address pods directly"})
+			st.d.add(diag.PassthroughOnResolvedService.New(
+				fmt.Sprintf("%s sets loadBalancer.simple PASSTHROUGH: cluster %s becomes ORIGINAL_DST and connects to the original destination IP, ignoring the service's endpoints", src.title(), name),
+				"remove PASSTHROUGH unless clients address pods directly",
+				refsOf(src.ref)...))
 		}
 	}
 	if st.subsetIndex < 0 && st.eff.portEntry {
 		top := b.in.Rule.Spec.GetTrafficPolicy()
 		entry := firstPortEntry(top, b.in.Port.Number)
 		if top.GetLoadBalancer().GetConsistentHash() != nil && entry.GetLoadBalancer() == nil {
-			st.d.add(diag{id: "D23", sev: explain.SeverityWarning, refs: refsOf(b.trafficPolicyRef()),
-				msg: fmt.Sprintf("the top-level consistentHash is dropped for port %d by its portLevelSettings entry: cluster %s is %s, while routes still hash (RDS reads the top level)", b.in.Port.Number, name, st.c.LbPolicy),
-				fix: "repeat loadBalancer.consistentHash inside the portLevelSettings entry"})
+			st.d.add(diag.ConsistentHashInconsistent.New(
+				fmt.Sprintf("the top-level consistentHash is dropped for port %d by its portLevelSettings entry: cluster %s is %s, while routes still hash (RDS reads the top level)", b.in.Port.Number, name, st.c.LbPolicy),
+				"repeat loadBalancer.consistentHash inside the portLevelSettings entry",
+				refsOf(b.trafficPolicyRef())...))
 		}
 	}
 	if od := p.GetOutlierDetection(); od != nil {
@@ -153,17 +158,19 @@ func (st *clusterState) policyDiagnostics() {
 			notes = append(notes, "outlierDetectionHttpErrorCodes is not read by this istiod version (ejection still counts 5xx)")
 		}
 		if len(notes) > 0 {
-			st.d.add(diag{id: "D24", sev: explain.SeverityWarning, refs: refsOf(src.ref),
-				msg: fmt.Sprintf("outlierDetection from %s on cluster %s: %s", src.title(), name, strings.Join(notes, "; ")),
-				fix: "set the outlier detection fields explicitly"})
+			st.d.add(diag.OutlierDetectionSurprise.New(
+				fmt.Sprintf("outlierDetection from %s on cluster %s: %s", src.title(), name, strings.Join(notes, "; ")),
+				"set the outlier detection fields explicitly",
+				refsOf(src.ref)...))
 		}
 	}
 	if tcp := p.GetConnectionPool().GetTcp(); tcp != nil && (tcp.IdleTimeout != nil || tcp.MaxConnectionDuration != nil) {
 		src := st.eff.src[bConnectionPool]
 		if src.layer != provenance.LayerDestinationRule {
-			st.d.add(diag{id: "D27", sev: explain.SeverityWarning, refs: refsOf(src.ref),
-				msg: fmt.Sprintf("%s sets connectionPool.tcp idleTimeout or maxConnectionDuration: cluster %s carries them for HTTP, but the TCP proxy listener only reads them from the DestinationRule's top-level trafficPolicy", src.title(), name),
-				fix: "set tcp.idleTimeout and tcp.maxConnectionDuration at the top level for TCP traffic"})
+			st.d.add(diag.TCPSettingsBelowTopLevel.New(
+				fmt.Sprintf("%s sets connectionPool.tcp idleTimeout or maxConnectionDuration: cluster %s carries them for HTTP, but the TCP proxy listener only reads them from the DestinationRule's top-level trafficPolicy", src.title(), name),
+				"set tcp.idleTimeout and tcp.maxConnectionDuration at the top level for TCP traffic",
+				refsOf(src.ref)...))
 		}
 	}
 }

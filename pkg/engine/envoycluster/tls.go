@@ -19,6 +19,7 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain/diag"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
@@ -195,9 +196,10 @@ func (st *clusterState) tlsContext(ts *tlsSettings) (*tlsv3.UpstreamTlsContext, 
 	withSelector := b.in.Rule != nil && b.in.Rule.Spec.GetWorkloadSelector() != nil
 	if tls.CredentialName != "" && !strings.HasPrefix(tls.CredentialName, "configmap://") && !withSelector &&
 		(tls.Mode == networking.ClientTLSSettings_SIMPLE || tls.Mode == networking.ClientTLSSettings_MUTUAL) {
-		st.d.add(diag{id: "D20", sev: explain.SeverityError, refs: refsOf(st.eff.src[bTLS].ref),
-			msg: fmt.Sprintf("%s sets tls.credentialName %q, which istiod ignores on sidecars for DestinationRules without a workloadSelector: cluster %s goes out in plaintext", st.eff.src[bTLS].title(), tls.CredentialName, st.c.Name),
-			fix: "add a workloadSelector to the DestinationRule, mount the certificates and use clientCertificate/privateKey/caCertificates, or originate TLS at an egress gateway"})
+		st.d.add(diag.CredentialNameIgnored.New(
+			fmt.Sprintf("%s sets tls.credentialName %q, which istiod ignores on sidecars for DestinationRules without a workloadSelector: cluster %s goes out in plaintext", st.eff.src[bTLS].title(), tls.CredentialName, st.c.Name),
+			"add a workloadSelector to the DestinationRule, mount the certificates and use clientCertificate/privateKey/caCertificates, or originate TLS at an egress gateway",
+			refsOf(st.eff.src[bTLS].ref)...))
 		return nil, true
 	}
 	switch tls.Mode {
@@ -587,9 +589,10 @@ func (st *clusterState) constructUpstreamTLS(ts *tlsSettings, mutual bool) (*tls
 		}
 		if mutual {
 			if tls.ClientCertificate == "" || tls.PrivateKey == "" {
-				st.d.add(diag{id: "D19", sev: explain.SeverityError, refs: refsOf(st.eff.src[bTLS].ref),
-					msg: fmt.Sprintf("%s sets tls.mode MUTUAL without clientCertificate and privateKey (or credentialName): istiod sends cluster %s without TLS", st.eff.src[bTLS].title(), st.c.Name),
-					fix: "set clientCertificate and privateKey, or credentialName with a workloadSelector"})
+				st.d.add(diag.TLSConflict.New(
+					fmt.Sprintf("%s sets tls.mode MUTUAL without clientCertificate and privateKey (or credentialName): istiod sends cluster %s without TLS", st.eff.src[bTLS].title(), st.c.Name),
+					"set clientCertificate and privateKey, or credentialName with a workloadSelector",
+					refsOf(st.eff.src[bTLS].ref)...))
 				return nil, false
 			}
 			cc.TlsCertificateSdsSecretConfigs = []*tlsv3.SdsSecretConfig{sdsSecret("file-cert:" + tls.ClientCertificate + "~" + tls.PrivateKey)}
@@ -845,25 +848,29 @@ func (st *clusterState) tlsDiagnostics(user *networking.ClientTLSSettings, ts *t
 	}
 	switch {
 	case user != nil && user.Mode == networking.ClientTLSSettings_DISABLE && b.in.MTLS.Mode == index.MTLSStrict && !svc.MeshExternal:
-		st.d.add(diag{id: "D19", sev: explain.SeverityError, refs: append(refsOf(src.ref), refsOf(b.in.MTLS.Origin.Resource)...),
-			msg: fmt.Sprintf("%s sets tls.mode DISABLE, but %s requires mTLS (STRICT): the server sidecars reset the plaintext connections of cluster %s", src.title(), svc.Namespace, c.Name),
-			fix: "remove tls.mode DISABLE (auto-mTLS then applies) or set ISTIO_MUTUAL"})
+		st.d.add(diag.TLSConflict.New(
+			fmt.Sprintf("%s sets tls.mode DISABLE, but %s requires mTLS (STRICT): the server sidecars reset the plaintext connections of cluster %s", src.title(), svc.Namespace, c.Name),
+			"remove tls.mode DISABLE (auto-mTLS then applies) or set ISTIO_MUTUAL",
+			append(refsOf(src.ref), refsOf(b.in.MTLS.Origin.Resource)...)...))
 	case user != nil && user.Mode == networking.ClientTLSSettings_ISTIO_MUTUAL && (svc.MeshExternal || plain > 0):
 		why := "the host is MESH_EXTERNAL"
 		if !svc.MeshExternal {
 			why = fmt.Sprintf("%d endpoint(s) on port %d have no sidecar", plain, b.in.Port.Number)
 		}
-		st.d.add(diag{id: "D19", sev: explain.SeverityError, refs: refsOf(src.ref),
-			msg: fmt.Sprintf("%s sets tls.mode ISTIO_MUTUAL for cluster %s, but %s: those handshakes fail (no per-endpoint plaintext fallback)", src.title(), c.Name, why),
-			fix: "remove tls (auto-mTLS falls back per endpoint) or use SIMPLE/MUTUAL for external hosts"})
+		st.d.add(diag.TLSConflict.New(
+			fmt.Sprintf("%s sets tls.mode ISTIO_MUTUAL for cluster %s, but %s: those handshakes fail (no per-endpoint plaintext fallback)", src.title(), c.Name, why),
+			"remove tls (auto-mTLS falls back per endpoint) or use SIMPLE/MUTUAL for external hosts",
+			refsOf(src.ref)...))
 	case user != nil && (user.Mode == networking.ClientTLSSettings_SIMPLE || user.Mode == networking.ClientTLSSettings_MUTUAL) && !svc.MeshExternal && sidecars > 0:
-		st.d.add(diag{id: "D19", sev: explain.SeverityWarning, refs: refsOf(src.ref),
-			msg: fmt.Sprintf("%s originates %s TLS to %s, whose endpoints run sidecars: the server sidecar receives non-Istio TLS (rejected under STRICT, passed through as opaque bytes under PERMISSIVE)", src.title(), user.Mode, svc.Hostname),
-			fix: "use ISTIO_MUTUAL, or no tls (auto-mTLS), for in-mesh destinations"})
+		st.d.add(diag.TLSConflict.At(explain.SeverityWarning,
+			fmt.Sprintf("%s originates %s TLS to %s, whose endpoints run sidecars: the server sidecar receives non-Istio TLS (rejected under STRICT, passed through as opaque bytes under PERMISSIVE)", src.title(), user.Mode, svc.Hostname),
+			"use ISTIO_MUTUAL, or no tls (auto-mTLS), for in-mesh destinations",
+			refsOf(src.ref)...))
 	case user == nil && ts == nil && !b.mesh.GetEnableAutoMtls().GetValue() && mode == index.MTLSStrict && !svc.MeshExternal:
-		st.d.add(diag{id: "D19", sev: explain.SeverityError, refs: refsOf(b.in.MTLS.Origin.Resource),
-			msg: fmt.Sprintf("enableAutoMtls is off and no DestinationRule sets tls for cluster %s, but %s requires mTLS (STRICT): connections go out in plaintext and are reset", c.Name, svc.Namespace),
-			fix: "set tls.mode ISTIO_MUTUAL in a DestinationRule, or enable enableAutoMtls"})
+		st.d.add(diag.TLSConflict.New(
+			fmt.Sprintf("enableAutoMtls is off and no DestinationRule sets tls for cluster %s, but %s requires mTLS (STRICT): connections go out in plaintext and are reset", c.Name, svc.Namespace),
+			"set tls.mode ISTIO_MUTUAL in a DestinationRule, or enable enableAutoMtls",
+			refsOf(b.in.MTLS.Origin.Resource)...))
 	}
 	// Only a DISABLE client, or a cluster without TLS in a DISABLE namespace, can contradict a
 	// workload-level STRICT policy.
@@ -894,25 +901,29 @@ func (st *clusterState) tlsDiagnostics(user *networking.ClientTLSSettings, ts *t
 		}
 		switch {
 		case user != nil && user.Mode == networking.ClientTLSSettings_DISABLE:
-			st.d.add(diag{id: "D19", sev: explain.SeverityError, refs: append(refsOf(src.ref), w.PeerAuthentication),
-				msg: fmt.Sprintf("%s sets tls.mode DISABLE, but %s requires mTLS (STRICT) for %d endpoint(s) of %s: those reset the plaintext connections of cluster %s", src.title(), w.PeerAuthentication, strict, svc.Hostname, c.Name),
-				fix: "remove tls.mode DISABLE (auto-mTLS then applies) or set ISTIO_MUTUAL"})
+			st.d.add(diag.TLSConflict.New(
+				fmt.Sprintf("%s sets tls.mode DISABLE, but %s requires mTLS (STRICT) for %d endpoint(s) of %s: those reset the plaintext connections of cluster %s", src.title(), w.PeerAuthentication, strict, svc.Hostname, c.Name),
+				"remove tls.mode DISABLE (auto-mTLS then applies) or set ISTIO_MUTUAL",
+				append(refsOf(src.ref), w.PeerAuthentication)...))
 		case user == nil && ts == nil && mode == index.MTLSDisable && b.in.MTLS.Mode == index.MTLSDisable:
-			st.d.add(diag{id: "D19", sev: explain.SeverityError, refs: append(refsOf(b.in.MTLS.Origin.Resource), w.PeerAuthentication),
-				msg: fmt.Sprintf("the namespace mTLS mode of %s is DISABLE, so cluster %s has no auto-mTLS, but %s requires mTLS (STRICT) for %d endpoint(s): those reset the plaintext connections", svc.Namespace, c.Name, w.PeerAuthentication, strict),
-				fix: "set tls.mode ISTIO_MUTUAL in a DestinationRule for this host, or align the PeerAuthentications"})
+			st.d.add(diag.TLSConflict.New(
+				fmt.Sprintf("the namespace mTLS mode of %s is DISABLE, so cluster %s has no auto-mTLS, but %s requires mTLS (STRICT) for %d endpoint(s): those reset the plaintext connections", svc.Namespace, c.Name, w.PeerAuthentication, strict),
+				"set tls.mode ISTIO_MUTUAL in a DestinationRule for this host, or align the PeerAuthentications",
+				append(refsOf(b.in.MTLS.Origin.Resource), w.PeerAuthentication)...))
 		}
 	}
 	if user == nil && st.eff.portEntry {
 		if top := b.in.Rule.Spec.GetTrafficPolicy().GetTls(); top != nil && (top.Mode == networking.ClientTLSSettings_SIMPLE || top.Mode == networking.ClientTLSSettings_MUTUAL) {
-			st.d.add(diag{id: "D19", sev: explain.SeverityWarning, refs: refsOf(b.trafficPolicyRef()),
-				msg: fmt.Sprintf("portLevelSettings[port=%d] has no tls, so cluster %s drops the top-level %s TLS origination (CDS uses auto-mTLS or plaintext, while EDS still marks endpoints by the top-level mode)", b.in.Port.Number, c.Name, top.Mode),
-				fix: "repeat the tls block inside the portLevelSettings entry"})
+			st.d.add(diag.TLSConflict.At(explain.SeverityWarning,
+				fmt.Sprintf("portLevelSettings[port=%d] has no tls, so cluster %s drops the top-level %s TLS origination (CDS uses auto-mTLS or plaintext, while EDS still marks endpoints by the top-level mode)", b.in.Port.Number, c.Name, top.Mode),
+				"repeat the tls block inside the portLevelSettings entry",
+				refsOf(b.trafficPolicyRef())...))
 		}
 	}
 	if user != nil && (user.Mode == networking.ClientTLSSettings_SIMPLE || user.Mode == networking.ClientTLSSettings_MUTUAL) && user.Sni == "" && !isHTTP(b.in.Port.Protocol) {
-		st.d.add(diag{id: "D32", sev: explain.SeverityWarning, refs: refsOf(src.ref),
-			msg: fmt.Sprintf("%s originates %s TLS without sni on port %d (%s): auto_sni only works for HTTP, so cluster %s sends no SNI", src.title(), user.Mode, b.in.Port.Number, protoName(b.in.Port.Protocol), c.Name),
-			fix: "set tls.sni to the server name"})
+		st.d.add(diag.TLSOriginationWithoutSNI.New(
+			fmt.Sprintf("%s originates %s TLS without sni on port %d (%s): auto_sni only works for HTTP, so cluster %s sends no SNI", src.title(), user.Mode, b.in.Port.Number, protoName(b.in.Port.Protocol), c.Name),
+			"set tls.sni to the server name",
+			refsOf(src.ref)...))
 	}
 }

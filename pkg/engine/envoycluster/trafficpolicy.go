@@ -13,7 +13,7 @@ import (
 	meshv1alpha1 "istio.io/api/mesh/v1alpha1"
 	networking "istio.io/api/networking/v1alpha3"
 
-	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain/diag"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
@@ -85,14 +85,16 @@ func (st *clusterState) applyH2Upgrade(cp *networking.ConnectionPoolSettings) {
 	proto := st.b.in.Port.Protocol
 	fromDR := cp.GetHttp().GetH2UpgradePolicy() == networking.ConnectionPoolSettings_HTTPSettings_UPGRADE
 	if fromDR && !isHTTP(proto) {
-		st.d.add(diag{id: "D22", sev: explain.SeverityWarning, refs: refsOf(st.eff.src[bConnectionPool].ref),
-			msg: fmt.Sprintf("%s sets h2UpgradePolicy UPGRADE on port %d, whose protocol is %s: cluster %s speaks HTTP/2 to the upstream whatever the traffic is", st.eff.src[bConnectionPool].title(), st.b.in.Port.Number, protoName(proto), st.c.Name),
-			fix: "set UPGRADE only for ports that carry HTTP, or name the port (http-…) so the protocol is known"})
+		st.d.add(diag.H2UpgradeOnNonHTTPPort.New(
+			fmt.Sprintf("%s sets h2UpgradePolicy UPGRADE on port %d, whose protocol is %s: cluster %s speaks HTTP/2 to the upstream whatever the traffic is", st.eff.src[bConnectionPool].title(), st.b.in.Port.Number, protoName(proto), st.c.Name),
+			"set UPGRADE only for ports that carry HTTP, or name the port (http-…) so the protocol is known",
+			refsOf(st.eff.src[bConnectionPool].ref)...))
 	}
 	if !st.setH2Options(o) {
-		st.d.add(diag{id: "D21", sev: explain.SeverityWarning, refs: refsOf(o.Resource),
-			msg: fmt.Sprintf("h2 upgrade is decided for cluster %s but has no effect: the cluster already uses %s", st.c.Name, st.protocolChoice()),
-			fix: "name the port with an HTTP protocol, or set connectionPool.http.useClientProtocol instead"})
+		st.d.add(diag.HTTP2SettingsWithoutEffect.New(
+			fmt.Sprintf("h2 upgrade is decided for cluster %s but has no effect: the cluster already uses %s", st.c.Name, st.protocolChoice()),
+			"name the port with an HTTP protocol, or set connectionPool.http.useClientProtocol instead",
+			refsOf(o.Resource)...))
 	}
 }
 
@@ -230,16 +232,18 @@ func (st *clusterState) applyConnectionPool(cp *networking.ConnectionPoolSetting
 				st.blockOrigin(bConnectionPool, "connectionPool.http.http2KeepAlive"))
 		}
 		if h2 == nil && (maxStreams > 0 || keepalive != nil) {
-			st.d.add(diag{id: "D21", sev: explain.SeverityWarning, refs: refsOf(st.eff.src[bConnectionPool].ref),
-				msg: fmt.Sprintf("%s sets maxConcurrentStreams or http2KeepAlive, but cluster %s is not explicit HTTP/2, so istiod drops them", st.eff.src[bConnectionPool].title(), st.c.Name),
-				fix: "use an HTTP/2 port protocol (http2-, grpc-) or h2UpgradePolicy UPGRADE on an HTTP port"})
+			st.d.add(diag.HTTP2SettingsWithoutEffect.New(
+				fmt.Sprintf("%s sets maxConcurrentStreams or http2KeepAlive, but cluster %s is not explicit HTTP/2, so istiod drops them", st.eff.src[bConnectionPool].title(), st.c.Name),
+				"use an HTTP/2 port protocol (http2-, grpc-) or h2UpgradePolicy UPGRADE on an HTTP port",
+				refsOf(st.eff.src[bConnectionPool].ref)...))
 		}
 	}
 	if cp.GetHttp().GetUseClientProtocol() {
 		if h2 := st.hpo.GetExplicitHttpConfig().GetHttp2ProtocolOptions(); h2 != nil && (h2.MaxConcurrentStreams != nil || h2.ConnectionKeepalive != nil) {
-			st.d.add(diag{id: "D21", sev: explain.SeverityWarning, refs: refsOf(st.eff.src[bConnectionPool].ref),
-				msg: fmt.Sprintf("useClientProtocol replaces the explicit HTTP/2 options of cluster %s, dropping maxConcurrentStreams and http2KeepAlive", st.c.Name),
-				fix: "drop useClientProtocol or the HTTP/2 settings"})
+			st.d.add(diag.HTTP2SettingsWithoutEffect.New(
+				fmt.Sprintf("useClientProtocol replaces the explicit HTTP/2 options of cluster %s, dropping maxConcurrentStreams and http2KeepAlive", st.c.Name),
+				"drop useClientProtocol or the HTTP/2 settings",
+				refsOf(st.eff.src[bConnectionPool].ref)...))
 		}
 		st.setUseDownstreamProtocol(st.blockOrigin(bConnectionPool, "connectionPool.http.useClientProtocol"))
 	}

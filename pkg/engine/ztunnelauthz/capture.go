@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain/diag"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
@@ -120,30 +121,33 @@ func decideCapture(snap *model.Snapshot, pod *corev1.Pod) captureResult {
 		case podHas && podVal == dataplaneModeNone:
 			fix = "remove the pod label " + dataplaneModeLabel + "=none"
 		}
-		c.diags = append(c.diags, explain.Diagnostic{ID: diagNotCaptured, Severity: explain.SeverityWarning,
-			Message:   fmt.Sprintf("pod %s/%s is not captured by ztunnel (%s): istiod still lists the policies below for it, but ztunnel enforces none of them on its inbound traffic", pod.Namespace, pod.Name, c.reason),
-			Resources: []provenance.Ref{podRef.Ref()}, Fix: fix})
+		c.diags = append(c.diags, diag.NotCaptured.New(
+			fmt.Sprintf("pod %s/%s is not captured by ztunnel (%s): istiod still lists the policies below for it, but ztunnel enforces none of them on its inbound traffic", pod.Namespace, pod.Name, c.reason),
+			fix,
+			podRef.Ref()))
 	}
 	// istio-cni recognises a sidecar only by its status annotation (podHasSidecar); a bare
 	// istio-proxy container does not stop capture.
 	if sidecarContainer && !sidecarAnno {
-		c.diags = append(c.diags, explain.Diagnostic{ID: diagNotCaptured, Severity: explain.SeverityWarning,
-			Message:   fmt.Sprintf("spec.containers: pod %s/%s has an %s container but no %s annotation, so istio-cni does not treat it as a sidecar pod (captured: %v)", pod.Namespace, pod.Name, proxyContainerName, sidecarStatusAnno, c.captured),
-			Resources: []provenance.Ref{podRef.Ref()},
-			Fix:       "inject the sidecar through the injector (which sets the annotation), or remove the container"})
+		c.diags = append(c.diags, diag.NotCaptured.New(
+			fmt.Sprintf("spec.containers: pod %s/%s has an %s container but no %s annotation, so istio-cni does not treat it as a sidecar pod (captured: %v)", pod.Namespace, pod.Name, proxyContainerName, sidecarStatusAnno, c.captured),
+			"inject the sidecar through the injector (which sets the annotation), or remove the container",
+			podRef.Ref()))
 	}
 	if v, ok := pod.Annotations[dataplaneModeLabel]; ok {
-		c.diags = append(c.diags, explain.Diagnostic{ID: diagAnnotationIgnore, Severity: explain.SeverityWarning,
-			Message:   fmt.Sprintf("metadata.annotations[%s]: %q is an annotation; capture reads only the label of that name, so it has no effect", dataplaneModeLabel, v),
-			Resources: []provenance.Ref{podRef.Ref()}, Fix: "set it as a label instead"})
+		c.diags = append(c.diags, diag.DataplaneModeAnnotation.New(
+			fmt.Sprintf("metadata.annotations[%s]: %q is an annotation; capture reads only the label of that name, so it has no effect", dataplaneModeLabel, v),
+			"set it as a label instead",
+			podRef.Ref()))
 	}
 	// Live pods carry istio-cni's verdict; say so when it disagrees with the inference.
 	if v, ok := pod.Annotations[ambientRedirectionAnno]; ok {
 		c.rows = append(c.rows, []string{"annotation " + ambientRedirectionAnno, v, originString(snap, podRef, "metadata.annotations["+ambientRedirectionAnno+"]")})
 		if (v == "enabled") != c.captured {
-			c.diags = append(c.diags, explain.Diagnostic{ID: diagNotCaptured, Severity: explain.SeverityWarning,
-				Message:   fmt.Sprintf("istio-cni marked the pod %s=%s, which disagrees with the labels (they say: %s); istio-cni may use custom enablement selectors or has not reconciled yet", ambientRedirectionAnno, v, c.reason),
-				Resources: []provenance.Ref{podRef.Ref()}, Fix: "restart the pod after changing dataplane-mode labels"})
+			c.diags = append(c.diags, diag.NotCaptured.New(
+				fmt.Sprintf("istio-cni marked the pod %s=%s, which disagrees with the labels (they say: %s); istio-cni may use custom enablement selectors or has not reconciled yet", ambientRedirectionAnno, v, c.reason),
+				"restart the pod after changing dataplane-mode labels",
+				podRef.Ref()))
 		}
 	}
 	return c

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain/diag"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
@@ -243,23 +244,23 @@ func (c *chain) diagnostics(pod *corev1.Pod) []explain.Diagnostic {
 				same = false
 			}
 		}
-		d := explain.Diagnostic{ID: diagPATie, Resources: refs,
-			Fix: "delete all but one of them, or recreate the one you want to lose so it is newer"}
+		fix := "delete all but one of them, or recreate the one you want to lose so it is newer"
 		if same {
-			d.Severity = explain.SeverityInfo
-			d.Message = fmt.Sprintf("%d %s-level PeerAuthentications share the oldest creationTimestamp; istiod's choice is undecidable offline, but every choice gives the same keys", len(ties)+1, lv)
+			out = append(out, diag.PeerAuthenticationTie.At(explain.SeverityInfo,
+				fmt.Sprintf("%d %s-level PeerAuthentications share the oldest creationTimestamp; istiod's choice is undecidable offline, but every choice gives the same keys", len(ties)+1, lv),
+				fix, refs...))
 		} else {
-			d.Severity = explain.SeverityWarning
-			d.Message = fmt.Sprintf("%d %s-level PeerAuthentications share the oldest creationTimestamp; istiod keeps whichever it sees first, which is undecidable offline and changes this workload's keys (guessed %s)", len(ties)+1, lv, win.Name)
+			out = append(out, diag.PeerAuthenticationTie.New(
+				fmt.Sprintf("%d %s-level PeerAuthentications share the oldest creationTimestamp; istiod keeps whichever it sees first, which is undecidable offline and changes this workload's keys (guessed %s)", len(ties)+1, lv, win.Name),
+				fix, refs...))
 		}
-		out = append(out, d)
 	}
 	for _, n := range append(append([]paNote{}, c.losers...), c.notCandidates...) {
 		if n.level == levelIgnored || (n.level == levelMesh && slices.ContainsFunc(c.notCandidates, func(x paNote) bool { return x.pa == n.pa })) {
-			out = append(out, explain.Diagnostic{ID: diagRootSelectorPA, Severity: explain.SeverityWarning,
-				Message:   fmt.Sprintf("spec.selector: %s: it has no effect on pod %s/%s", strings.TrimPrefix(n.why, "not a candidate: "), pod.Namespace, pod.Name),
-				Resources: []provenance.Ref{paKey(n.pa).Ref()},
-				Fix:       "put a workload policy in the workload's namespace, or remove the selector for a mesh-wide policy"})
+			out = append(out, diag.RootSelectorPeerAuthentication.New(
+				fmt.Sprintf("spec.selector: %s: it has no effect on pod %s/%s", strings.TrimPrefix(n.why, "not a candidate: "), pod.Namespace, pod.Name),
+				"put a workload policy in the workload's namespace, or remove the selector for a mesh-wide policy",
+				paKey(n.pa).Ref()))
 		}
 	}
 	for _, pa := range []*securityv1.PeerAuthentication{c.mesh, c.ns, c.wl} {
@@ -271,10 +272,10 @@ func (c *chain) diagnostics(pod *corev1.Pod) []explain.Diagnostic {
 			disable = disable || m.GetMode() == modeDisable
 		}
 		if disable {
-			out = append(out, explain.Diagnostic{ID: diagDisable, Severity: explain.SeverityInfo,
-				Message:   "DISABLE is PERMISSIVE-equivalent in ambient: plaintext is accepted, and HBONE traffic is still mutual TLS",
-				Resources: []provenance.Ref{paKey(pa).Ref()},
-				Fix:       "write PERMISSIVE, which says what ztunnel does"})
+			out = append(out, diag.DisableIsPermissive.New(
+				"DISABLE is PERMISSIVE-equivalent in ambient: plaintext is accepted, and HBONE traffic is still mutual TLS",
+				"write PERMISSIVE, which says what ztunnel does",
+				paKey(pa).Ref()))
 		}
 	}
 	return out

@@ -11,7 +11,7 @@ import (
 	typev1beta1 "istio.io/api/type/v1beta1"
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
 
-	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain/diag"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
@@ -58,41 +58,12 @@ func (s *Status) String() string {
 
 // finding is a fact about one input policy that a Result turns into a Diagnostic.
 type finding struct {
-	id       string
-	severity explain.Severity
+	id diag.ID
 	// field is the input field in CRD spelling, or "" for the whole policy.
 	field   string
 	message string
 	fix     string
 }
-
-// Diagnostic IDs. They are stable: tests and docs refer to them.
-const (
-	diagNotCaptured      = "A01"
-	diagPATie            = "A02"
-	diagRootSelectorPA   = "A03"
-	diagDanglingKey      = "A04"
-	diagLosesStrict      = "A05"
-	diagUnreferencedPA   = "A06"
-	diagHTTPAllow        = "A07"
-	diagHTTPDeny         = "A08"
-	diagSilentDrop       = "A09"
-	diagUnsupportedAct   = "A10"
-	diagDryRun           = "A11"
-	diagEmptySelector    = "A12"
-	diagServicePort      = "A13"
-	diagPrincipal        = "A14"
-	diagNilLabels        = "A15"
-	diagDisable          = "A16"
-	diagInvalid          = "A17"
-	diagLoad             = "A18"
-	diagAllowNothing     = "A19"
-	diagNeverMatches     = "A20"
-	diagAnnotationIgnore = "A21"
-	diagRevision         = "A22"
-	diagModeMismatch     = "A23"
-	diagParentTie        = "A24"
-)
 
 // ConvertAuthorizationPolicy converts an AuthorizationPolicy to its ztunnel policy and returns
 // the ZtunnelAccepted condition istiod writes for it. Both are nil for a targetRef policy (it is
@@ -137,7 +108,7 @@ func convertAuthorizationPolicy(snap *model.Snapshot, rootNamespace string, obj 
 	if val := obj.Annotations[dryRunAnnotation]; val != "" {
 		b, err := strconv.ParseBool(val)
 		if err != nil {
-			c.findings = append(c.findings, finding{id: diagDryRun, severity: explain.SeverityWarning,
+			c.findings = append(c.findings, finding{id: diag.DryRun,
 				field:   "metadata.annotations[" + dryRunAnnotation + "]",
 				message: fmt.Sprintf("value %q is not a boolean, so istiod enforces the policy (not dry-run)", val),
 				fix:     `write "true" or "false"`})
@@ -147,7 +118,7 @@ func convertAuthorizationPolicy(snap *model.Snapshot, rootNamespace string, obj 
 	if c.dryRun {
 		c.status = &Status{Type: ConditionZtunnelAccepted, Status: false, Reason: "UnsupportedValue",
 			Message: fmt.Sprintf(dryRunFmt, obj.Namespace, obj.Name)}
-		c.findings = append(c.findings, finding{id: diagDryRun, severity: explain.SeverityWarning,
+		c.findings = append(c.findings, finding{id: diag.DryRun,
 			field:   "metadata.annotations[" + dryRunAnnotation + "]",
 			message: "dry-run policy is not sent to ztunnel at all (AMBIENT_ENABLE_DRY_RUN_AUTHORIZATION_POLICY is off by default), so it is neither enforced nor logged",
 			fix:     "remove the annotation to enforce it, or enable AMBIENT_ENABLE_DRY_RUN_AUTHORIZATION_POLICY on istiod"})
@@ -169,7 +140,7 @@ func convertAuthorizationPolicy(snap *model.Snapshot, rootNamespace string, obj 
 		a.Scope = ScopeWorkloadSelector
 		scopeOrigin = o.at("spec.selector", "a selector, even an empty one, gives WORKLOAD_SELECTOR")
 		if len(pol.GetSelector().GetMatchLabels()) == 0 {
-			c.findings = append(c.findings, finding{id: diagEmptySelector, severity: explain.SeverityWarning,
+			c.findings = append(c.findings, finding{id: diag.EmptySelector,
 				field:   "spec.selector",
 				message: "empty selector: the policy is WORKLOAD_SELECTOR-scoped but no workload lists it (an empty label map reads back as nil), so it has no effect",
 				fix:     "remove spec.selector to apply the policy to the whole namespace, or add matchLabels"})
@@ -197,7 +168,7 @@ func convertAuthorizationPolicy(snap *model.Snapshot, rootNamespace string, obj 
 		if pol.Action != v1beta1.AuthorizationPolicy_AUDIT && pol.Action != v1beta1.AuthorizationPolicy_CUSTOM {
 			fix = "use ALLOW or DENY"
 		}
-		c.findings = append(c.findings, finding{id: diagUnsupportedAct, severity: explain.SeverityWarning, field: "spec.action",
+		c.findings = append(c.findings, finding{id: diag.UnsupportedAction, field: "spec.action",
 			message: fmt.Sprintf("action %s is not supported by ztunnel: the policy is not sent and has no effect on this workload", pol.Action),
 			fix:     fix})
 		return c
@@ -215,7 +186,7 @@ func convertAuthorizationPolicy(snap *model.Snapshot, rootNamespace string, obj 
 	}
 
 	if a.Action == ActionDeny && len(pol.Rules) == 0 {
-		c.findings = append(c.findings, finding{id: diagInvalid, severity: explain.SeverityWarning, field: "spec.rules",
+		c.findings = append(c.findings, finding{id: diag.InvalidRule, field: "spec.rules",
 			message: "DENY policy without rules is rejected by Istio validation; istiod still converts it and it never fires",
 			fix:     "add rules, or delete the policy"})
 	}
@@ -239,7 +210,7 @@ func convertAuthorizationPolicy(snap *model.Snapshot, rootNamespace string, obj 
 		if len(pol.Rules) > 0 {
 			msg = "every rule of this ALLOW policy was dropped: wherever it applies, every connection is denied"
 		}
-		c.findings = append(c.findings, finding{id: diagAllowNothing, severity: explain.SeverityInfo, field: "spec.rules", message: msg,
+		c.findings = append(c.findings, finding{id: diag.AllowNothing, field: "spec.rules", message: msg,
 			fix: "add rules that admit the intended peers with L4 fields, or delete the policy if deny-all is not intended"})
 	}
 	c.auth = a
@@ -311,7 +282,7 @@ func handleRule(action Action, rule *v1beta1.Rule, ruleNs string, i int, o origi
 	rp := fmt.Sprintf("spec.rules[%d]", i)
 	if rule == nil {
 		rule = &v1beta1.Rule{}
-		res.findings = append(res.findings, finding{id: diagInvalid, severity: explain.SeverityWarning, field: rp,
+		res.findings = append(res.findings, finding{id: diag.InvalidRule, field: rp,
 			message: "rule is null; treated as an empty rule (matches everything)", fix: "remove the null entry"})
 	}
 	httpFound := map[string]bool{}
@@ -326,7 +297,7 @@ func handleRule(action Action, rule *v1beta1.Rule, ruleNs string, i int, o origi
 			ep := fmt.Sprintf("%s.to[%d].operation", rp, j)
 			op := to.GetOperation()
 			if op == nil {
-				res.findings = append(res.findings, finding{id: diagInvalid, severity: explain.SeverityWarning, field: ep,
+				res.findings = append(res.findings, finding{id: diag.InvalidRule, field: ep,
 					message: "operation is missing (rejected by Istio validation); treated as empty", fix: "add an operation or remove the entry"})
 				op = &v1beta1.Operation{}
 			}
@@ -344,7 +315,7 @@ func handleRule(action Action, rule *v1beta1.Rule, ruleNs string, i int, o origi
 					strippedEntries = append(strippedEntries, ep)
 				}
 			} else if len(op.GetPorts())+len(op.GetNotPorts()) == 0 {
-				res.findings = append(res.findings, finding{id: diagInvalid, severity: explain.SeverityWarning, field: ep,
+				res.findings = append(res.findings, finding{id: diag.InvalidRule, field: ep,
 					message: "operation sets no field (rejected by Istio validation); it becomes an empty match that ztunnel skips",
 					fix:     "add ports, or remove the entry"})
 			}
@@ -360,7 +331,7 @@ func handleRule(action Action, rule *v1beta1.Rule, ruleNs string, i int, o origi
 			ep := fmt.Sprintf("%s.from[%d].source", rp, j)
 			src := from.GetSource()
 			if src == nil {
-				res.findings = append(res.findings, finding{id: diagInvalid, severity: explain.SeverityWarning, field: ep,
+				res.findings = append(res.findings, finding{id: diag.InvalidRule, field: ep,
 					message: "source is missing (rejected by Istio validation); treated as empty", fix: "add a source or remove the entry"})
 				src = &v1beta1.Source{}
 			}
@@ -393,7 +364,7 @@ func handleRule(action Action, rule *v1beta1.Rule, ruleNs string, i int, o origi
 				if mb.m.IsEmpty() {
 					msg += "; the source has nothing else, so it becomes an empty match that ztunnel skips"
 				}
-				res.findings = append(res.findings, finding{id: diagSilentDrop, severity: explain.SeverityWarning, field: f, message: msg,
+				res.findings = append(res.findings, finding{id: diag.ValueDroppedSilently, field: f, message: msg,
 					fix: "express the trust domain in principals (`<td>/ns/<ns>/sa/<sa>`), or enforce it on a waypoint"})
 			}
 			if len(problems) > 0 {
@@ -449,7 +420,7 @@ func handleRule(action Action, rule *v1beta1.Rule, ruleNs string, i int, o origi
 	if len(res.l7) > 0 {
 		attrs := strings.Join(res.l7, ", ")
 		if action == ActionAllow {
-			res.findings = append(res.findings, finding{id: diagHTTPAllow, severity: explain.SeverityWarning, field: rp,
+			res.findings = append(res.findings, finding{id: diag.HTTPFieldsInAllow, field: rp,
 				message: fmt.Sprintf("rule dropped: it uses HTTP attributes (%s) that ztunnel cannot enforce, so the connections it would allow are denied here", attrs),
 				fix:     "move the HTTP conditions to a waypoint policy (targetRefs), keeping only L4 fields in this rule"})
 			return res // ALLOW: the whole rule is dropped
@@ -468,14 +439,14 @@ func handleRule(action Action, rule *v1beta1.Rule, ruleNs string, i int, o origi
 			msg += fmt.Sprintf(": %s now fires on its L4 fields alone, so this rule denies more than written",
 				strings.Join(strippedEntries, ", "))
 		}
-		res.findings = append(res.findings, finding{id: diagHTTPDeny, severity: explain.SeverityWarning, field: rp, message: msg,
+		res.findings = append(res.findings, finding{id: diag.HTTPFieldsInDeny, field: rp, message: msg,
 			fix: "enforce HTTP conditions on a waypoint policy (targetRefs)"})
 	} else if !groupCanFire(gb) {
 		verb := "match"
 		if action == ActionDeny {
 			verb = "fire"
 		}
-		res.findings = append(res.findings, finding{id: diagNeverMatches, severity: explain.SeverityWarning, field: rp,
+		res.findings = append(res.findings, finding{id: diag.RuleNeverMatches, field: rp,
 			message: fmt.Sprintf("rule can never %s at ztunnel: a clause has only empty matches after unsupported values were dropped", verb),
 			fix:     "write numeric ports and valid IPs, or remove the rule"})
 	}
@@ -536,7 +507,7 @@ func addServiceAccounts(mb *matchBuilder, field string, vals []string, ruleNs, p
 			note = "bare service account: namespace is the policy's own"
 		}
 		if strings.Contains(v, "*") || strings.Count(v, "/") > 1 || sa == "" || ns == "" {
-			fs = append(fs, finding{id: diagPrincipal, severity: explain.SeverityWarning, field: f,
+			fs = append(fs, finding{id: diag.MalformedPrincipal, field: f,
 				message: fmt.Sprintf("service account %q is malformed (Istio validation rejects `*`, more than one `/` and empty parts); ztunnel compares it literally", v),
 				fix:     "write `namespace/serviceaccount` or a bare `serviceaccount`"})
 		}
@@ -552,14 +523,14 @@ func checkPrincipals(vals []string, path string) []finding {
 		f := fmt.Sprintf("%s[%d]", path, k)
 		switch {
 		case strings.HasPrefix(v, "spiffe://"):
-			fs = append(fs, finding{id: diagPrincipal, severity: explain.SeverityWarning, field: f,
+			fs = append(fs, finding{id: diag.MalformedPrincipal, field: f,
 				message: fmt.Sprintf("principal %q starts with spiffe://, but ztunnel compares principals against `<td>/ns/<ns>/sa/<sa>` without the scheme, so it never matches exactly", v),
 				fix:     fmt.Sprintf("write %q", strings.TrimPrefix(v, "spiffe://"))})
 		case v == "":
-			fs = append(fs, finding{id: diagPrincipal, severity: explain.SeverityWarning, field: f,
+			fs = append(fs, finding{id: diag.MalformedPrincipal, field: f,
 				message: "empty principal: it becomes exact \"\" and never matches a peer identity", fix: "remove it or write `<td>/ns/<ns>/sa/<sa>`"})
 		case v != "*" && strings.Contains(strings.TrimSuffix(strings.TrimPrefix(v, "*"), "*"), "*"):
-			fs = append(fs, finding{id: diagPrincipal, severity: explain.SeverityWarning, field: f,
+			fs = append(fs, finding{id: diag.MalformedPrincipal, field: f,
 				message: fmt.Sprintf("principal %q has a `*` inside; only one leading or trailing `*` is a wildcard, the rest is compared literally", v),
 				fix:     "use a single leading or trailing `*`"})
 		}
@@ -579,7 +550,7 @@ func addPorts(mb *matchBuilder, field string, vals []string, path string, o orig
 			if err == nil {
 				why = "is out of range (above 65535)"
 			}
-			fs = append(fs, finding{id: diagSilentDrop, severity: explain.SeverityWarning, field: f,
+			fs = append(fs, finding{id: diag.ValueDroppedSilently, field: f,
 				message: fmt.Sprintf("port %q %s: ztunnel conversion drops it silently (no status)", v, why),
 				fix:     "write the numeric container port"})
 			continue
@@ -596,7 +567,7 @@ func addIPs(mb *matchBuilder, field string, vals []string, path string, o origin
 	for k, v := range vals {
 		f := fmt.Sprintf("%s[%d]", path, k)
 		if v == "" {
-			fs = append(fs, finding{id: diagSilentDrop, severity: explain.SeverityWarning, field: f,
+			fs = append(fs, finding{id: diag.ValueDroppedSilently, field: f,
 				message: "empty IP is dropped silently", fix: "remove the empty entry"})
 			continue
 		}
@@ -605,7 +576,7 @@ func addIPs(mb *matchBuilder, field string, vals []string, path string, o origin
 		if strings.Contains(v, "/") {
 			pfx, err := netip.ParsePrefix(v)
 			if err != nil {
-				fs = append(fs, finding{id: diagSilentDrop, severity: explain.SeverityWarning, field: f,
+				fs = append(fs, finding{id: diag.ValueDroppedSilently, field: f,
 					message: fmt.Sprintf("IP block %q does not parse: ztunnel conversion drops it silently (no status)", v),
 					fix:     "write an IP address or a CIDR"})
 				continue
@@ -614,7 +585,7 @@ func addIPs(mb *matchBuilder, field string, vals []string, path string, o origin
 		} else {
 			a, err := netip.ParseAddr(v)
 			if err != nil {
-				fs = append(fs, finding{id: diagSilentDrop, severity: explain.SeverityWarning, field: f,
+				fs = append(fs, finding{id: diag.ValueDroppedSilently, field: f,
 					message: fmt.Sprintf("IP %q does not parse: ztunnel conversion drops it silently (no status)", v),
 					fix:     "write an IP address or a CIDR"})
 				continue

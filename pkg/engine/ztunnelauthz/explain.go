@@ -1,7 +1,6 @@
 package ztunnelauthz
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -11,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain/diag"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
@@ -102,7 +102,7 @@ func explainPod(snap *model.Snapshot, p *pool, pod *corev1.Pod, q Query) *explai
 	if w.res.Objects == nil {
 		w.res.Objects = []explain.Object{}
 	}
-	w.res.Diagnostics = sortDiagnostics(w.res.Diagnostics)
+	w.res.Diagnostics = diag.Sort(w.res.Diagnostics, diag.Identical)
 	if w.res.Diagnostics == nil {
 		w.res.Diagnostics = []explain.Diagnostic{}
 	}
@@ -364,10 +364,10 @@ func (w *workload) keyDiagnostics() []explain.Diagnostic {
 		if w.chain.wl != nil {
 			refs = append(refs, paKey(w.chain.wl).Ref())
 		}
-		out = append(out, explain.Diagnostic{ID: diagDanglingKey, Severity: explain.SeverityWarning,
-			Message:   fmt.Sprintf("pod %s lists %s, but istiod pushes no such policy (the PeerAuthentication converts to nothing), so ztunnel skips the key", podName, k),
-			Resources: refs,
-			Fix:       "see the PeerAuthentication reading below for what is actually enforced; set the workload policy's mode explicitly (STRICT or PERMISSIVE) so key and conversion agree"})
+		out = append(out, diag.DanglingPolicyKey.New(
+			fmt.Sprintf("pod %s lists %s, but istiod pushes no such policy (the PeerAuthentication converts to nothing), so ztunnel skips the key", podName, k),
+			"see the PeerAuthentication reading below for what is actually enforced; set the workload policy's mode explicitly (STRICT or PERMISSIVE) so key and conversion agree",
+			refs...))
 	}
 	// Ports whose effective plaintext verdict contradicts what the PeerAuthentications say.
 	// Keys (a.3) and conversion (b.2) use different conditions, so the listed policies can
@@ -390,10 +390,10 @@ func (w *workload) keyDiagnostics() []explain.Diagnostic {
 		}
 	}
 	if len(lost) > 0 {
-		out = append(out, explain.Diagnostic{ID: diagLosesStrict, Severity: explain.SeverityError,
-			Message:   fmt.Sprintf("pod %s silently loses STRICT: its PeerAuthentications say STRICT for %s, but ztunnel accepts plaintext there", podName, strings.Join(lost, ", ")),
-			Resources: refs,
-			Fix:       "give the workload PeerAuthentication an explicit top-level mode (e.g. mtls.mode: STRICT with the port exemptions), or set the namespace policy's mode instead of leaving it UNSET"})
+		out = append(out, diag.LosesStrict.New(
+			fmt.Sprintf("pod %s silently loses STRICT: its PeerAuthentications say STRICT for %s, but ztunnel accepts plaintext there", podName, strings.Join(lost, ", ")),
+			"give the workload PeerAuthentication an explicit top-level mode (e.g. mtls.mode: STRICT with the port exemptions), or set the namespace policy's mode instead of leaving it UNSET",
+			refs...))
 	}
 	// The mechanism diagnostics (dangling key, unreferenced conversion) already explain these.
 	explained := slices.ContainsFunc(w.keys, func(k string) bool { return w.pool.entries[k] == nil })
@@ -403,34 +403,35 @@ func (w *workload) keyDiagnostics() []explain.Diagnostic {
 		}
 	}
 	if len(over) > 0 && !explained {
-		out = append(out, explain.Diagnostic{ID: diagModeMismatch, Severity: explain.SeverityWarning,
-			Message:   fmt.Sprintf("pod %s: its PeerAuthentications exempt %s from STRICT, but ztunnel still rejects plaintext there", podName, strings.Join(over, ", ")),
-			Resources: refs,
-			Fix:       "use PERMISSIVE rather than DISABLE for the port exemption, or set the workload policy's mode to STRICT explicitly"})
+		out = append(out, diag.ExemptionStillStrict.New(
+			fmt.Sprintf("pod %s: its PeerAuthentications exempt %s from STRICT, but ztunnel still rejects plaintext there", podName, strings.Join(over, ", ")),
+			"use PERMISSIVE rather than DISABLE for the port exemption, or set the workload policy's mode to STRICT explicitly",
+			refs...))
 	}
 	// The winning workload PeerAuthentication was converted but the workload does not list it.
 	if wl := w.chain.wl; wl != nil {
 		if c := w.pool.paConv[wl]; c != nil && c.auth != nil && !slices.Contains(w.keys, c.auth.Key()) {
-			out = append(out, explain.Diagnostic{ID: diagUnreferencedPA, Severity: explain.SeverityWarning,
-				Message:   fmt.Sprintf("converted policy %s is pushed but not referenced by pod %s, so its port rules (%s) do not apply to it%s", c.auth.Key(), podName, portLevelText(wl), overText(over)),
-				Resources: []provenance.Ref{paKey(wl).Ref()},
-				Fix:       "use PERMISSIVE rather than DISABLE for the exempted port, or set the workload policy's mode to STRICT explicitly"})
+			out = append(out, diag.UnreferencedPeerAuthentication.New(
+				fmt.Sprintf("converted policy %s is pushed but not referenced by pod %s, so its port rules (%s) do not apply to it%s", c.auth.Key(), podName, portLevelText(wl), overText(over)),
+				"use PERMISSIVE rather than DISABLE for the exempted port, or set the workload policy's mode to STRICT explicitly",
+				paKey(wl).Ref()))
 		}
 		if c := w.pool.paConv[wl]; c != nil && len(c.nsTie)+len(c.rootTie) > 0 {
 			refs := []provenance.Ref{paKey(wl).Ref()}
 			for _, t := range append(append([]*securityv1.PeerAuthentication{}, c.nsTie...), c.rootTie...) {
 				refs = append(refs, paKey(t).Ref())
 			}
-			out = append(out, explain.Diagnostic{ID: diagParentTie, Severity: explain.SeverityWarning,
-				Message:   fmt.Sprintf("the parents used to convert %s are tied on creationTimestamp with other selector-less PeerAuthentications; istiod's choice is undecidable offline (guessed %s)", paRefString(wl), parentsText(c)),
-				Resources: refs, Fix: "keep one selector-less PeerAuthentication per namespace"})
+			out = append(out, diag.ParentPeerAuthenticationTie.New(
+				fmt.Sprintf("the parents used to convert %s are tied on creationTimestamp with other selector-less PeerAuthentications; istiod's choice is undecidable offline (guessed %s)", paRefString(wl), parentsText(c)),
+				"keep one selector-less PeerAuthentication per namespace",
+				refs...))
 		}
 	}
 	if len(w.nilLabelKeys) > 0 {
-		out = append(out, explain.Diagnostic{ID: diagNilLabels, Severity: explain.SeverityWarning,
-			Message:   fmt.Sprintf("pod %s has no labels, so istiod skips selector matching and lists every selector policy of its namespace and the root namespace: %s", podName, strings.Join(w.nilLabelKeys, ", ")),
-			Resources: []provenance.Ref{{Kind: "Pod", Namespace: w.pod.Namespace, Name: w.pod.Name}},
-			Fix:       "give the pod labels (controllers always do)"})
+		out = append(out, diag.PodWithoutLabels.New(
+			fmt.Sprintf("pod %s has no labels, so istiod skips selector matching and lists every selector policy of its namespace and the root namespace: %s", podName, strings.Join(w.nilLabelKeys, ", ")),
+			"give the pod labels (controllers always do)",
+			provenance.Ref{Kind: "Pod", Namespace: w.pod.Namespace, Name: w.pod.Name}))
 	}
 	return out
 }
@@ -456,14 +457,15 @@ func (w *workload) policyDiagnostics() []explain.Diagnostic {
 			if f.field != "" {
 				msg = f.field + ": " + msg
 			}
-			out = append(out, explain.Diagnostic{ID: f.id, Severity: f.severity, Message: msg, Resources: []provenance.Ref{ap.ref()}, Fix: f.fix})
+			out = append(out, f.id.New(msg, f.fix, ap.ref()))
 		}
 	}
 	for _, r := range w.pool.excluded {
 		if r.Namespace == w.pool.root || r.Namespace == w.pod.Namespace {
-			out = append(out, explain.Diagnostic{ID: diagRevision, Severity: explain.SeverityInfo,
-				Message:   fmt.Sprintf("metadata.labels[%s]: istiod revision %q does not watch this object, so it has no effect", revisionLabel, w.q.Revision),
-				Resources: []provenance.Ref{r}})
+			out = append(out, diag.OtherRevision.New(
+				fmt.Sprintf("metadata.labels[%s]: istiod revision %q does not watch this object, so it has no effect", revisionLabel, w.q.Revision),
+				"",
+				r))
 		}
 	}
 	return out
@@ -494,22 +496,13 @@ func (w *workload) loadDiagnostics() []explain.Diagnostic {
 		if is.Position != nil {
 			msg += " (" + is.Position.String() + ")"
 		}
-		d := explain.Diagnostic{ID: diagLoad, Severity: sev, Message: msg,
-			Fix: "fix the object; everything else is explained without it"}
+		d := diag.LoadIssue.At(sev,
+			msg,
+			"fix the object; everything else is explained without it")
 		if is.Resource != nil {
 			d.Resources = []provenance.Ref{*is.Resource}
 		}
 		out = append(out, d)
 	}
 	return out
-}
-
-// sortDiagnostics orders by severity, ID, then message (R9), dropping exact duplicates.
-func sortDiagnostics(ds []explain.Diagnostic) []explain.Diagnostic {
-	slices.SortStableFunc(ds, func(a, b explain.Diagnostic) int {
-		return cmp.Or(cmp.Compare(a.Severity.Rank(), b.Severity.Rank()), cmp.Compare(a.ID, b.ID), cmp.Compare(a.Message, b.Message))
-	})
-	return slices.CompactFunc(ds, func(a, b explain.Diagnostic) bool {
-		return a.ID == b.ID && a.Severity == b.Severity && a.Message == b.Message && a.Fix == b.Fix && slices.Equal(a.Resources, b.Resources)
-	})
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain/diag"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
@@ -155,7 +156,7 @@ func TestExplainDiagnostics(t *testing.T) {
 				}
 			}
 			for _, d := range r.Diagnostics {
-				if len(d.Resources) == 0 && d.ID != diagDisable {
+				if len(d.Resources) == 0 && d.ID != string(diag.DisableIsPermissive) {
 					t.Errorf("diagnostic %s names no resource: %s", d.ID, d.Message)
 				}
 			}
@@ -314,7 +315,7 @@ func TestLoadIssuesBecomeDiagnostics(t *testing.T) {
 	r := explainOne(t, snap, podA)
 	var msgs []string
 	for _, d := range r.Diagnostics {
-		if d.ID == diagLoad {
+		if d.ID == string(diag.LoadIssue) {
 			msgs = append(msgs, d.Message)
 		}
 	}

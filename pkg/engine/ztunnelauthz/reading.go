@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain/diag"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
@@ -205,11 +206,11 @@ func (w *workload) servicePortDiagnostics() []explain.Diagnostic {
 				if uint32(sp.Port) != k || !ok || t == k {
 					continue
 				}
-				out = append(out, explain.Diagnostic{ID: diagServicePort, Severity: explain.SeverityWarning,
-					Message: fmt.Sprintf("spec.portLevelMtls[%d]: %d is a port of Service %s/%s (targetPort %d), not a port of pod %s/%s; ztunnel compares the pod port, so this entry never matches",
+				out = append(out, diag.ServicePortInPortLevelMtls.New(
+					fmt.Sprintf("spec.portLevelMtls[%d]: %d is a port of Service %s/%s (targetPort %d), not a port of pod %s/%s; ztunnel compares the pod port, so this entry never matches",
 						k, k, s.Namespace, s.Name, t, w.pod.Namespace, w.pod.Name),
-					Resources: []provenance.Ref{paKey(wl).Ref(), {Kind: "Service", Namespace: s.Namespace, Name: s.Name}},
-					Fix:       fmt.Sprintf("key the entry by the container port %d", t)})
+					fmt.Sprintf("key the entry by the container port %d", t),
+					paKey(wl).Ref(), provenance.Ref{Kind: "Service", Namespace: s.Namespace, Name: s.Name}))
 			}
 		}
 	}
@@ -345,7 +346,7 @@ func (w *workload) waypointSection() *explain.Section {
 			continue
 		}
 		for _, f := range ap.conv.findings {
-			if f.id == diagHTTPAllow || f.id == diagHTTPDeny {
+			if f.id == diag.HTTPFieldsInAllow || f.id == diag.HTTPFieldsInDeny {
 				httpRules = true
 			}
 		}
