@@ -30,6 +30,13 @@ install_bins() {
     return 0
   fi
   mkdir -p "$BIN_DIR" "$(dirname "$ETCD")"
+  # One build at a time: a second install (another checkout's test run) waits for the first
+  # and then uses its binaries instead of compiling the apiserver again beside it.
+  if command -v flock >/dev/null && [[ -z "${KUBE_ENV_LOCKED:-}" ]]; then
+    log "waiting for any other install to finish (lock $CACHE_ROOT/install.lock)"
+    KUBE_ENV_LOCKED=1 flock "$CACHE_ROOT/install.lock" "$0" install
+    return
+  fi
   local work; work="$(mktemp -d)"
   local gocache="$work/gocache"
   trap 'rm -rf "$work"' RETURN
