@@ -82,14 +82,14 @@ func TestBuildsLeaveDestinationRulesUnchanged(t *testing.T) {
 func TestTracesKeptAgainstTemplatesAreWhole(t *testing.T) {
 	snap, queries := smallMesh(t)
 	eb := everyClusterBench(t, snap, queries)
-	compact, whole := envoycluster.NewExplainer(eb.Index, eb.Proxy), envoycluster.NewExplainerWholeTraces(eb.Index, eb.Proxy)
+	compact, whole := envoycluster.NewExplainer(eb.Index, eb.Proxy), envoycluster.NewExplainer(eb.Index, eb.Proxy)
 	clusters, traces, shadowed := 0, 0, 0
 	for _, h := range compact.Hosts() {
 		hc, err := compact.Host(h)
 		if err != nil {
 			t.Fatal(err)
 		}
-		hw, err := whole.Host(h)
+		hw, err := whole.HostWholeTraces(h)
 		if err != nil {
 			t.Fatal(err)
 		}
