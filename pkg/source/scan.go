@@ -63,12 +63,12 @@ type headerScan struct {
 	// top is the current root key; topInline says its value started on the key's line.
 	top       string
 	topInline bool
-	topKeys   map[string]bool
+	topKeys   keySet
 	// metaIndent is the indentation of metadata's keys once known; 0 before.
 	metaIndent int
 	meta       string
 	metaInline bool
-	metaKeys   map[string]bool
+	metaKeys   keySet
 }
 
 // line scans one line; false when the scan cannot be sure of the header.
@@ -103,6 +103,36 @@ func (hs *headerScan) line(line []byte) bool {
 	return hs.metadataLine(rest, ind)
 }
 
+// keySet is the keys seen in one mapping: the first few in place (a header scan then makes no
+// allocation for them), the rest in a map.
+type keySet struct {
+	few  [8]string
+	n    int
+	more map[string]bool
+}
+
+// add adds key, reporting false when it was already there.
+func (k *keySet) add(key string) bool {
+	for _, s := range k.few[:k.n] {
+		if s == key {
+			return false
+		}
+	}
+	if k.n < len(k.few) {
+		k.few[k.n] = key
+		k.n++
+		return true
+	}
+	if k.more[key] {
+		return false
+	}
+	if k.more == nil {
+		k.more = map[string]bool{}
+	}
+	k.more[key] = true
+	return true
+}
+
 // lex tokenizes the rest of a line whose content starts at column col, in a collection
 // indented by indent, and notes a block scalar it starts.
 func (hs *headerScan) lex(rest []byte, col, indent int) bool {
@@ -126,16 +156,12 @@ func (hs *headerScan) rootLine(rest []byte) bool {
 		return false
 	}
 	key, val, ok := simpleKey(rest)
-	if !ok || hs.topKeys[key] || foldsToHeaderKey(key, "apiVersion", "kind", "metadata", "items") {
+	if !ok || !hs.topKeys.add(key) || foldsToHeaderKey(key, "apiVersion", "kind", "metadata", "items") {
 		return false
 	}
 	if hs.s.line == 0 {
 		hs.s.line = hs.lineNo
 	}
-	if hs.topKeys == nil {
-		hs.topKeys = make(map[string]bool, 8)
-	}
-	hs.topKeys[key] = true
 	hs.top, hs.topInline = key, len(bytes.TrimSpace(stripComment(val))) > 0
 	switch key {
 	case "apiVersion", "kind":
@@ -150,7 +176,8 @@ func (hs *headerScan) rootLine(rest []byte) bool {
 		}
 		return true
 	case "metadata":
-		hs.metaIndent, hs.meta, hs.metaInline, hs.metaKeys = 0, "", false, map[string]bool{}
+		hs.metaIndent, hs.meta, hs.metaInline = 0, "", false
+		hs.metaKeys = keySet{}
 		return !hs.topInline || scanFlowMetadata(val, &hs.s.h)
 	}
 	b, ok := lexLine(val, len(rest)-len(val), 0)
@@ -174,10 +201,9 @@ func (hs *headerScan) metadataLine(rest []byte, ind int) bool {
 		return hs.meta != "" && !hs.metaInline && hs.lex(rest, ind, ind)
 	}
 	key, val, ok := simpleKey(rest)
-	if !ok || hs.metaKeys[key] || foldsToHeaderKey(key, "name", "namespace") {
+	if !ok || !hs.metaKeys.add(key) || foldsToHeaderKey(key, "name", "namespace") {
 		return false
 	}
-	hs.metaKeys[key] = true
 	hs.meta, hs.metaInline = key, len(bytes.TrimSpace(stripComment(val))) > 0
 	switch key {
 	case "name", "namespace":

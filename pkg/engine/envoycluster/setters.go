@@ -38,7 +38,23 @@ func (st *clusterState) setDuration(field **durationpb.Duration, path string, d 
 // setPercent writes v into the Percent field; the trace spells it `v%`.
 func (st *clusterState) setPercent(field **typev3.Percent, path string, v float64, o provenance.Origin) {
 	*field = &typev3.Percent{Value: v}
-	st.set(path, fmtFloat(v)+"%", o)
+	st.set(path, fmtPercent(v), o)
+}
+
+// percents are the spellings of the whole percentages, made once.
+var percents = func() (out [101]string) {
+	for i := range out {
+		out[i] = strconv.Itoa(i) + "%"
+	}
+	return out
+}()
+
+// fmtPercent spells v as `v%`, a whole percentage without an allocation.
+func fmtPercent(v float64) string {
+	if i := int(v); float64(i) == v && i >= 0 && i < len(percents) {
+		return percents[i]
+	}
+	return fmtFloat(v) + "%"
 }
 
 // setBool writes v into the bool field.

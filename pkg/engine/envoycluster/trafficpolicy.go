@@ -376,16 +376,17 @@ func (st *clusterState) applyOutlierDetection(od *networking.OutlierDetection) {
 	st.applyPanicThreshold(od)
 }
 
-// odOrigin is the origin of a field of the effective outlierDetection block.
+// odOrigin is the origin of a field (`outlierDetection.interval`) of the effective
+// outlierDetection block.
 func (st *clusterState) odOrigin(field string) provenance.Origin {
-	return st.blockOrigin(bOutlierDetection, "outlierDetection."+field)
+	return st.blockOrigin(bOutlierDetection, field)
 }
 
 // applyConsecutiveErrors writes the consecutive error counters: each is enforced at 100% when
 // positive and 0% when explicitly 0.
 func (st *clusterState) applyConsecutiveErrors(od *networking.OutlierDetection, out *clusterv3.OutlierDetection) {
 	if e := od.Consecutive_5XxErrors; e != nil {
-		v, o := e.GetValue(), st.odOrigin("consecutive5xxErrors")
+		v, o := e.GetValue(), st.odOrigin("outlierDetection.consecutive5xxErrors")
 		st.setU32(&out.Consecutive_5Xx, "outlierDetection.consecutive5xx", v, o)
 		st.setU32(&out.EnforcingConsecutive_5Xx, "outlierDetection.enforcingConsecutive5xx", enforcing(v), withNote(o, "100 when consecutive5xxErrors > 0, else 0"))
 	} else if !st.scratch {
@@ -393,7 +394,7 @@ func (st *clusterState) applyConsecutiveErrors(od *networking.OutlierDetection, 
 		st.notSent("outlierDetection.enforcingConsecutive5xx", "100", envoyDefault("5xx ejection is enforced by Envoy default"))
 	}
 	if e := od.ConsecutiveGatewayErrors; e != nil {
-		v, o := e.GetValue(), st.odOrigin("consecutiveGatewayErrors")
+		v, o := e.GetValue(), st.odOrigin("outlierDetection.consecutiveGatewayErrors")
 		st.setU32(&out.ConsecutiveGatewayFailure, "outlierDetection.consecutiveGatewayFailure", v, o)
 		st.setU32(&out.EnforcingConsecutiveGatewayFailure, "outlierDetection.enforcingConsecutiveGatewayFailure", enforcing(v), withNote(o, "100 when consecutiveGatewayErrors > 0, else 0"))
 	}
@@ -411,17 +412,17 @@ func enforcing(v uint32) uint32 {
 // percentage, or the Envoy defaults that stand for them.
 func (st *clusterState) applyEjection(od *networking.OutlierDetection, out *clusterv3.OutlierDetection) {
 	if od.Interval != nil {
-		st.setDuration(&out.Interval, "outlierDetection.interval", od.Interval, st.odOrigin("interval"))
+		st.setDuration(&out.Interval, "outlierDetection.interval", od.Interval, st.odOrigin("outlierDetection.interval"))
 	} else if !st.scratch {
 		st.notSent("outlierDetection.interval", "10s", envoyDefault(""))
 	}
 	if od.BaseEjectionTime != nil {
-		st.setDuration(&out.BaseEjectionTime, "outlierDetection.baseEjectionTime", od.BaseEjectionTime, st.odOrigin("baseEjectionTime"))
+		st.setDuration(&out.BaseEjectionTime, "outlierDetection.baseEjectionTime", od.BaseEjectionTime, st.odOrigin("outlierDetection.baseEjectionTime"))
 	} else if !st.scratch {
 		st.notSent("outlierDetection.baseEjectionTime", "30s", envoyDefault(""))
 	}
 	if od.MaxEjectionPercent > 0 {
-		st.setU32(&out.MaxEjectionPercent, "outlierDetection.maxEjectionPercent", uint32(od.MaxEjectionPercent), st.odOrigin("maxEjectionPercent"))
+		st.setU32(&out.MaxEjectionPercent, "outlierDetection.maxEjectionPercent", uint32(od.MaxEjectionPercent), st.odOrigin("outlierDetection.maxEjectionPercent"))
 	} else if !st.scratch {
 		st.notSent("outlierDetection.maxEjectionPercent", "10", envoyDefault(""))
 	}
@@ -429,9 +430,9 @@ func (st *clusterState) applyEjection(od *networking.OutlierDetection, out *clus
 
 // applyLocalOriginErrors writes splitExternalLocalOriginErrors and the local-origin counters.
 func (st *clusterState) applyLocalOriginErrors(od *networking.OutlierDetection, out *clusterv3.OutlierDetection) {
-	st.setBool(&out.SplitExternalLocalOriginErrors, "outlierDetection.splitExternalLocalOriginErrors", true, st.odOrigin("splitExternalLocalOriginErrors"))
+	st.setBool(&out.SplitExternalLocalOriginErrors, "outlierDetection.splitExternalLocalOriginErrors", true, st.odOrigin("outlierDetection.splitExternalLocalOriginErrors"))
 	if v := od.ConsecutiveLocalOriginFailures.GetValue(); v > 0 {
-		o := st.odOrigin("consecutiveLocalOriginFailures")
+		o := st.odOrigin("outlierDetection.consecutiveLocalOriginFailures")
 		st.setU32(&out.ConsecutiveLocalOriginFailure, "outlierDetection.consecutiveLocalOriginFailure", v, o)
 		st.setU32(&out.EnforcingConsecutiveLocalOriginFailure, "outlierDetection.enforcingConsecutiveLocalOriginFailure", 100, withNote(o, "enforced when set"))
 	}
@@ -445,7 +446,7 @@ func (st *clusterState) applyPanicThreshold(od *networking.OutlierDetection) {
 	if mhp < 0 {
 		return
 	}
-	po := st.odOrigin("minHealthPercent")
+	po := st.odOrigin("outlierDetection.minHealthPercent")
 	if mhp == 0 {
 		po.Note = "unset or 0: the panic threshold is disabled"
 	}
