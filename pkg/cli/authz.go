@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 
@@ -19,7 +18,7 @@ import (
 )
 
 // FormatZtunnel is the -o value that prints the ztunnel Authorizations themselves.
-const FormatZtunnel = "ztunnel"
+const FormatZtunnel = render.FormatZtunnel
 
 // AuthzFormats are the -o values of `authz`.
 var AuthzFormats = []string{render.FormatTable, render.FormatWide, render.FormatJSON, render.FormatYAML, FormatZtunnel}
@@ -33,11 +32,9 @@ type AuthzOptions struct {
 	// Selector is -l.
 	Selector string
 
-	// Load reads the snapshot (source.Load); Explain is the engine (ztunnelauthz.Explain);
-	// WriteZtunnel prints -o ztunnel (ztunnelauthz.WriteZtunnel).
-	Load         LoadFunc
-	Explain      func(*model.Snapshot, ztunnelauthz.Query) ([]*explain.Result, error)
-	WriteZtunnel render.WriteFunc
+	// Load reads the snapshot (source.Load); Explain is the engine (ztunnelauthz.Explain).
+	Load    LoadFunc
+	Explain func(*model.Snapshot, ztunnelauthz.Query) ([]*explain.Result, error)
 
 	query   ztunnelauthz.Query
 	root    string
@@ -119,9 +116,6 @@ func (o *AuthzOptions) Complete(cmd *cobra.Command, args []string) error {
 	if o.Explain == nil {
 		o.Explain = ztunnelauthz.Explain
 	}
-	if o.WriteZtunnel == nil {
-		o.WriteZtunnel = ztunnelauthz.WriteZtunnel
-	}
 	switch {
 	case len(args) == 1 && o.Selector != "":
 		return usageErrorf(cmd, "give either %s or -l, not both", args[0])
@@ -146,8 +140,7 @@ func (o *AuthzOptions) Complete(cmd *cobra.Command, args []string) error {
 		o.query.Selector = o.Selector
 	}
 
-	ztunnel := func(w io.Writer, r *explain.Result) error { return o.WriteZtunnel(w, r) }
-	p, err := render.For(o.Output, o.renderOptions(AuthzFormats, map[string]render.WriteFunc{FormatZtunnel: ztunnel}))
+	p, err := render.For(o.Output, o.renderOptions(AuthzFormats))
 	if err != nil {
 		return &UsageError{Cmd: cmd, Err: err}
 	}

@@ -159,7 +159,7 @@ func (o *ClusterOptions) Complete(cmd *cobra.Command, args []string) error {
 	}
 	o.query = envoycluster.Query{Host: host, Namespace: ns, Port: port, Subset: o.Subset, From: from}
 
-	p, err := render.For(o.Output, o.renderOptions(ClusterFormats, nil))
+	p, err := render.For(o.Output, o.renderOptions(ClusterFormats))
 	if err != nil {
 		return &UsageError{Cmd: cmd, Err: err}
 	}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"io"
 	"strconv"
 	"testing"
 
@@ -79,11 +78,6 @@ func (f *fakes) explainAuthz(_ *model.Snapshot, q ztunnelauthz.Query) ([]*explai
 	return f.authzResults, f.authzErr
 }
 
-func (f *fakes) writeZtunnel(w io.Writer, r *explain.Result) error {
-	_, err := io.WriteString(w, "workload: "+r.Subject.Workload+"\n")
-	return err
-}
-
 func (f *fakes) root(streams genericiooptions.IOStreams) *cobra.Command {
 	o := NewCommonOptions(streams)
 	o.Getenv = func(string) string { return "" }
@@ -93,7 +87,7 @@ func (f *fakes) root(streams genericiooptions.IOStreams) *cobra.Command {
 			return co.Run(ctx)
 		},
 		func(ctx context.Context, ao *AuthzOptions) error {
-			ao.Load, ao.Explain, ao.WriteZtunnel = f.load, f.explainAuthz, f.writeZtunnel
+			ao.Load, ao.Explain = f.load, f.explainAuthz
 			return ao.Run(ctx)
 		})
 }

@@ -126,7 +126,7 @@ func (o *CommonOptions) Namespace() (string, error) {
 }
 
 // renderOptions returns the printer options for Out.
-func (o *CommonOptions) renderOptions(formats []string, extra map[string]render.WriteFunc) render.Options {
+func (o *CommonOptions) renderOptions(formats []string) render.Options {
 	mode, _ := render.ParseColorMode(o.Color)
 	tty, width := terminal(o.Out)
 	return render.Options{
@@ -135,7 +135,6 @@ func (o *CommonOptions) renderOptions(formats []string, extra map[string]render.
 		NoColor: o.Getenv("NO_COLOR") != "",
 		Width:   width,
 		Formats: formats,
-		Extra:   extra,
 	}
 }
 

@@ -113,6 +113,10 @@ type Object struct {
 	Message proto.Message `json:"-"`
 	// Missing marks a referenced object that istiod does not generate (a dangling ztunnel key).
 	Missing bool `json:"missing,omitempty"`
+	// Listed marks an object the proxy is sent by name, the Objects so marked in the order of
+	// its list: the keys of a ztunnel workload's authorization_policies (-o ztunnel prints them).
+	// Not part of the document, which says the same in the object's attachment summary.
+	Listed bool `json:"-"`
 }
 
 // Result is the explanation document.

@@ -199,7 +199,8 @@ func clusterResult(t testing.TB) *explain.Result {
 	}
 }
 
-// authzResult is an ambient workload with one generated and one missing Authorization.
+// authzResult is an ambient workload with one generated and one missing Authorization, both
+// in its key list.
 func authzResult(pod string) *explain.Result {
 	ap := provenance.Ref{Kind: "AuthorizationPolicy", Namespace: "foo", Name: "allow-get"}
 	pa := provenance.Ref{Kind: "PeerAuthentication", Namespace: "istio-system", Name: "default"}
@@ -217,6 +218,7 @@ func authzResult(pod string) *explain.Result {
 			{
 				Kind:    "istio.security.Authorization",
 				Name:    "foo/allow-get",
+				Listed:  true,
 				Summary: []explain.Summary{{Name: "scope", Value: "WORKLOAD_SELECTOR"}, {Name: "action", Value: "ALLOW"}},
 				Value:   []byte(`{"name":"allow-get","namespace":"foo","scope":"WORKLOAD_SELECTOR","action":"ALLOW"}`),
 				Origins: []provenance.FieldTrace{
@@ -231,6 +233,7 @@ func authzResult(pod string) *explain.Result {
 				Kind:    "istio.security.Authorization",
 				Name:    "istio-system/istio_converted_static_strict",
 				Missing: true,
+				Listed:  true,
 				Origins: []provenance.FieldTrace{
 					{Path: "name", Value: "istio_converted_static_strict",
 						Origin: provenance.Origin{Layer: provenance.LayerStaticPolicy, Resource: &pa, Note: "referenced by the workload, not generated"}},

@@ -18,9 +18,6 @@ type Printer interface {
 	PrintList(w io.Writer, rs []*explain.Result) error
 }
 
-// WriteFunc writes one Result in a caller-defined format.
-type WriteFunc func(w io.Writer, r *explain.Result) error
-
 // ColorMode is the --color setting.
 type ColorMode string
 
@@ -50,12 +47,27 @@ func ParseColorMode(s string) (ColorMode, error) {
 
 // Built-in formats.
 const (
-	FormatTable = "table"
-	FormatWide  = "wide"
-	FormatJSON  = "json"
-	FormatYAML  = "yaml"
-	FormatEnvoy = "envoy"
+	FormatTable   = "table"
+	FormatWide    = "wide"
+	FormatJSON    = "json"
+	FormatYAML    = "yaml"
+	FormatEnvoy   = "envoy"
+	FormatZtunnel = "ztunnel"
 )
+
+// formats is every -o value, in the order errors list them, with the constructor of its
+// printer. A new format is one file with its printer and one line here.
+var formats = []struct {
+	name    string
+	printer func(o Options) Printer
+}{
+	{FormatTable, func(o Options) Printer { return &tablePrinter{opts: o} }},
+	{FormatWide, func(o Options) Printer { return &tablePrinter{opts: o, wide: true} }},
+	{FormatJSON, func(Options) Printer { return dataPrinter{yaml: false} }},
+	{FormatYAML, func(Options) Printer { return dataPrinter{yaml: true} }},
+	{FormatEnvoy, func(Options) Printer { return envoyPrinter{} }},
+	{FormatZtunnel, func(Options) Printer { return ztunnelPrinter{} }},
+}
 
 // DefaultWidth is the table width when the output is not a terminal.
 const DefaultWidth = 120
@@ -70,11 +82,9 @@ type Options struct {
 	NoColor bool
 	// Width is the widest a table may be; 0 means DefaultWidth.
 	Width int
-	// Formats restricts For to these formats, in the order they are listed in errors; nil
-	// allows every built-in format and every Extra one.
+	// Formats restricts For to these formats (a command's -o values), in the order they are
+	// listed in errors; nil allows every format.
 	Formats []string
-	// Extra are formats the caller implements (the CLI passes ztunnel's writer for -o ztunnel).
-	Extra map[string]WriteFunc
 }
 
 // ColorOn reports whether output is coloured: --color=always, or a terminal with
@@ -97,18 +107,16 @@ func (o Options) width() int {
 	return o.Width
 }
 
-// formats returns the formats For accepts with o, in a stable order.
-func (o Options) formats() []string {
+// allowed returns the formats For accepts with o, in a stable order.
+func (o Options) allowed() []string {
 	if o.Formats != nil {
 		return o.Formats
 	}
-	all := []string{FormatTable, FormatWide, FormatJSON, FormatYAML, FormatEnvoy}
-	var extra []string
-	for name := range o.Extra {
-		extra = append(extra, name)
+	all := make([]string, len(formats))
+	for i, f := range formats {
+		all[i] = f.name
 	}
-	slices.Sort(extra)
-	return append(all, extra...)
+	return all
 }
 
 // UnknownFormatError is returned by For for a format it does not know.
@@ -124,46 +132,13 @@ func (e *UnknownFormatError) Error() string {
 
 // For returns the Printer for an -o value.
 func For(format string, o Options) (Printer, error) {
-	allowed := o.formats()
-	if !slices.Contains(allowed, format) {
-		return nil, &UnknownFormatError{Format: format, Allowed: allowed}
-	}
-	if fn, ok := o.Extra[format]; ok {
-		return funcPrinter(fn), nil
-	}
-	switch format {
-	case FormatTable:
-		return &tablePrinter{opts: o}, nil
-	case FormatWide:
-		return &tablePrinter{opts: o, wide: true}, nil
-	case FormatJSON:
-		return dataPrinter{yaml: false}, nil
-	case FormatYAML:
-		return dataPrinter{yaml: true}, nil
-	case FormatEnvoy:
-		return envoyPrinter{}, nil
+	allowed := o.allowed()
+	if slices.Contains(allowed, format) {
+		for _, f := range formats {
+			if f.name == format {
+				return f.printer(o), nil
+			}
+		}
 	}
 	return nil, &UnknownFormatError{Format: format, Allowed: allowed}
-}
-
-// funcPrinter adapts a WriteFunc. Several Results become one YAML stream: their outputs in
-// order, `---` between two non-empty ones, nothing for an empty one (the form the conformance
-// runner produces from Istio's output for a multi-pod query).
-type funcPrinter WriteFunc
-
-func (f funcPrinter) Print(w io.Writer, r *explain.Result) error { return f(w, r) }
-
-func (f funcPrinter) PrintList(w io.Writer, rs []*explain.Result) error {
-	var parts []string
-	for _, r := range rs {
-		var b strings.Builder
-		if err := f(&b, r); err != nil {
-			return err
-		}
-		if b.Len() > 0 {
-			parts = append(parts, b.String())
-		}
-	}
-	_, err := io.WriteString(w, strings.Join(parts, "---\n"))
-	return err
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -260,32 +259,13 @@ func TestFor(t *testing.T) {
 	if _, err := For("envoy", Options{Formats: []string{"table", "ztunnel"}}); err == nil {
 		t.Fatal("For accepted a format outside Options.Formats")
 	}
-	called := 0
-	o := Options{Extra: map[string]WriteFunc{"ztunnel": func(w io.Writer, r *explain.Result) error {
-		called++
-		_, err := io.WriteString(w, "name: "+r.Subject.Workload+"\n")
-		return err
-	}}}
-	got := printResults(t, "ztunnel", o, authzResult("a"), authzResult("b"))
-	want := "name: pod/a\n---\nname: pod/b\n"
-	if called != 2 || got != want {
-		t.Fatalf("extra format printed %q (%d calls)", got, called)
+	all := []string{FormatTable, FormatWide, FormatJSON, FormatYAML, FormatEnvoy, FormatZtunnel}
+	if _, err := For("xml", Options{}); err == nil || err.Error() != `unknown output format "xml" (allowed formats: `+strings.Join(all, ", ")+")" {
+		t.Fatalf("For(xml) without Formats: %v", err)
 	}
-	if got := printResults(t, "ztunnel", o, authzResult("a")); got != "name: pod/a\n" {
-		t.Fatalf("one result printed %q", got)
-	}
-	// A workload with nothing to print adds no separator.
-	empty := Options{Extra: map[string]WriteFunc{"ztunnel": func(w io.Writer, r *explain.Result) error {
-		if r.Subject.Workload == "pod/b" {
-			return nil
+	for _, f := range all {
+		if _, err := For(f, Options{}); err != nil {
+			t.Errorf("For(%s): %v", f, err)
 		}
-		_, err := io.WriteString(w, "name: "+r.Subject.Workload+"\n")
-		return err
-	}}}
-	if got := printResults(t, "ztunnel", empty, authzResult("a"), authzResult("b"), authzResult("c")); got != "name: pod/a\n---\nname: pod/c\n" {
-		t.Fatalf("empty output in a list printed %q", got)
-	}
-	if _, err := For("ztunnel", Options{}); err == nil {
-		t.Fatal("For accepted ztunnel without an Extra writer")
 	}
 }

@@ -34,20 +34,7 @@ type scanned struct {
 // A document the scan accepts may still be malformed below the header; the scan does not find
 // that.
 func scanHeader(text []byte) (s scanned, ok bool) {
-	var (
-		lineNo int
-		// blockAt is the indentation a block scalar's lines must exceed; -1 outside one.
-		blockAt = -1
-		// top is the current root key; topInline says its value started on the key's line.
-		top       string
-		topInline bool
-		topKeys   = make(map[string]bool, 8)
-		// metaIndent is the indentation of metadata's keys once known; 0 before.
-		metaIndent int
-		meta       string
-		metaInline bool
-		metaKeys   map[string]bool
-	)
+	hs := headerScan{blockAt: -1}
 	for len(text) > 0 {
 		var line []byte
 		if i := bytes.IndexByte(text, '\n'); i >= 0 {
@@ -55,150 +42,188 @@ func scanHeader(text []byte) (s scanned, ok bool) {
 		} else {
 			line, text = text, nil
 		}
-		lineNo++
-		line = bytes.TrimSuffix(line, []byte("\r"))
-		ind := 0
-		for ind < len(line) && line[ind] == ' ' {
-			ind++
-		}
-		rest := line[ind:]
-		if blockAt >= 0 {
-			if len(bytes.TrimLeft(rest, " \t")) == 0 || ind > blockAt {
-				continue
-			}
-			blockAt = -1
-		}
-		if len(rest) == 0 {
-			continue
-		}
-		if rest[0] == '\t' {
-			if len(bytes.TrimLeft(rest, " \t")) == 0 {
-				continue
-			}
-			return s, false
-		}
-		if rest[0] == '#' {
-			continue
-		}
-
-		if ind == 0 {
-			if isSeqEntry(rest) {
-				// An item of the sequence that is the previous root key's value.
-				if top == "" || topInline || top == "metadata" {
-					return s, false
-				}
-				b, ok := lexLine(rest, 0, 0)
-				if !ok {
-					return s, false
-				}
-				blockAt = b
-				continue
-			}
-			if rest[0] == '%' || bytes.HasPrefix(rest, []byte("...")) {
-				return s, false
-			}
-			key, val, ok := simpleKey(rest)
-			if !ok || topKeys[key] || foldsToHeaderKey(key, "apiVersion", "kind", "metadata", "items") {
-				return s, false
-			}
-			if s.line == 0 {
-				s.line = lineNo
-			}
-			topKeys[key] = true
-			top, topInline = key, len(bytes.TrimSpace(stripComment(val))) > 0
-			switch key {
-			case "apiVersion", "kind":
-				v, ok := simpleScalar(val)
-				if !ok {
-					return s, false
-				}
-				if key == "kind" {
-					s.h.Kind = v
-				} else {
-					s.h.APIVersion = v
-				}
-			case "metadata":
-				metaIndent, meta, metaInline, metaKeys = 0, "", false, map[string]bool{}
-				if topInline {
-					if !scanFlowMetadata(val, &s.h) {
-						return s, false
-					}
-				}
-			default:
-				b, ok := lexLine(val, len(rest)-len(val), 0)
-				if !ok {
-					return s, false
-				}
-				if b >= 0 {
-					topInline = false
-					blockAt = b
-				}
-			}
-			continue
-		}
-
-		if s.line == 0 || topInline {
-			// A root that is not at column 0, or the continuation of a root key's scalar.
-			return s, false
-		}
-		if top != "metadata" {
-			b, ok := lexLine(rest, ind, ind)
-			if !ok {
-				return s, false
-			}
-			blockAt = b
-			continue
-		}
-		if metaIndent == 0 {
-			metaIndent = ind
-		}
-		switch {
-		case ind < metaIndent:
-			return s, false
-		case ind > metaIndent || isSeqEntry(rest):
-			if meta == "" || metaInline {
-				return s, false
-			}
-			b, ok := lexLine(rest, ind, ind)
-			if !ok {
-				return s, false
-			}
-			blockAt = b
-			continue
-		}
-		key, val, ok := simpleKey(rest)
-		if !ok || metaKeys[key] || foldsToHeaderKey(key, "name", "namespace") {
-			return s, false
-		}
-		metaKeys[key] = true
-		meta, metaInline = key, len(bytes.TrimSpace(stripComment(val))) > 0
-		switch key {
-		case "name", "namespace":
-			v, ok := simpleScalar(val)
-			if !ok {
-				return s, false
-			}
-			if key == "name" {
-				s.h.Metadata.Name = v
-			} else {
-				s.h.Metadata.Namespace = v
-			}
-		default:
-			b, ok := lexLine(val, ind+len(rest)-len(val), ind)
-			if !ok {
-				return s, false
-			}
-			if b >= 0 {
-				metaInline = false
-				blockAt = b
-			}
+		hs.lineNo++
+		if !hs.line(bytes.TrimSuffix(line, []byte("\r"))) {
+			return hs.s, false
 		}
 	}
-	if s.line == 0 {
+	if hs.s.line == 0 {
 		// Only comments: the document is empty, and a full parse ignores it as well.
-		return s, false
+		return hs.s, false
 	}
-	return s, true
+	return hs.s, true
+}
+
+// headerScan is the state of scanHeader between lines.
+type headerScan struct {
+	s      scanned
+	lineNo int
+	// blockAt is the indentation a block scalar's lines must exceed; -1 outside one.
+	blockAt int
+	// top is the current root key; topInline says its value started on the key's line.
+	top       string
+	topInline bool
+	topKeys   keySet
+	// metaIndent is the indentation of metadata's keys once known; 0 before.
+	metaIndent int
+	meta       string
+	metaInline bool
+	metaKeys   keySet
+}
+
+// line scans one line; false when the scan cannot be sure of the header.
+func (hs *headerScan) line(line []byte) bool {
+	ind := 0
+	for ind < len(line) && line[ind] == ' ' {
+		ind++
+	}
+	rest := line[ind:]
+	if hs.blockAt >= 0 {
+		if len(bytes.TrimLeft(rest, " \t")) == 0 || ind > hs.blockAt {
+			return true
+		}
+		hs.blockAt = -1
+	}
+	switch {
+	case len(rest) == 0:
+		return true
+	case rest[0] == '\t':
+		// Blank but for tabs, or tabs in indentation.
+		return len(bytes.TrimLeft(rest, " \t")) == 0
+	case rest[0] == '#':
+		return true
+	case ind == 0:
+		return hs.rootLine(rest)
+	case hs.s.line == 0 || hs.topInline:
+		// A root that is not at column 0, or the continuation of a root key's scalar.
+		return false
+	case hs.top != "metadata":
+		return hs.lex(rest, ind, ind)
+	}
+	return hs.metadataLine(rest, ind)
+}
+
+// keySet is the keys seen in one mapping: the first few in place (a header scan then makes no
+// allocation for them), the rest in a map.
+type keySet struct {
+	few  [8]string
+	n    int
+	more map[string]bool
+}
+
+// add adds key, reporting false when it was already there.
+func (k *keySet) add(key string) bool {
+	for _, s := range k.few[:k.n] {
+		if s == key {
+			return false
+		}
+	}
+	if k.n < len(k.few) {
+		k.few[k.n] = key
+		k.n++
+		return true
+	}
+	if k.more[key] {
+		return false
+	}
+	if k.more == nil {
+		k.more = map[string]bool{}
+	}
+	k.more[key] = true
+	return true
+}
+
+// lex tokenizes the rest of a line whose content starts at column col, in a collection
+// indented by indent, and notes a block scalar it starts.
+func (hs *headerScan) lex(rest []byte, col, indent int) bool {
+	b, ok := lexLine(rest, col, indent)
+	if ok {
+		hs.blockAt = b
+	}
+	return ok
+}
+
+// rootLine scans a line at column 0: a root key, or an item of the sequence that is the
+// previous root key's value.
+func (hs *headerScan) rootLine(rest []byte) bool {
+	if isSeqEntry(rest) {
+		if hs.top == "" || hs.topInline || hs.top == "metadata" {
+			return false
+		}
+		return hs.lex(rest, 0, 0)
+	}
+	if rest[0] == '%' || bytes.HasPrefix(rest, []byte("...")) {
+		return false
+	}
+	key, val, ok := simpleKey(rest)
+	if !ok || !hs.topKeys.add(key) || foldsToHeaderKey(key, "apiVersion", "kind", "metadata", "items") {
+		return false
+	}
+	if hs.s.line == 0 {
+		hs.s.line = hs.lineNo
+	}
+	hs.top, hs.topInline = key, len(bytes.TrimSpace(stripComment(val))) > 0
+	switch key {
+	case "apiVersion", "kind":
+		v, ok := simpleScalar(val)
+		if !ok {
+			return false
+		}
+		if key == "kind" {
+			hs.s.h.Kind = v
+		} else {
+			hs.s.h.APIVersion = v
+		}
+		return true
+	case "metadata":
+		hs.metaIndent, hs.meta, hs.metaInline = 0, "", false
+		hs.metaKeys = keySet{}
+		return !hs.topInline || scanFlowMetadata(val, &hs.s.h)
+	}
+	b, ok := lexLine(val, len(rest)-len(val), 0)
+	if ok && b >= 0 {
+		hs.topInline = false
+		hs.blockAt = b
+	}
+	return ok
+}
+
+// metadataLine scans a line inside the root's metadata block mapping, indented by ind.
+func (hs *headerScan) metadataLine(rest []byte, ind int) bool {
+	if hs.metaIndent == 0 {
+		hs.metaIndent = ind
+	}
+	switch {
+	case ind < hs.metaIndent:
+		return false
+	case ind > hs.metaIndent || isSeqEntry(rest):
+		// Inside the value of a metadata key.
+		return hs.meta != "" && !hs.metaInline && hs.lex(rest, ind, ind)
+	}
+	key, val, ok := simpleKey(rest)
+	if !ok || !hs.metaKeys.add(key) || foldsToHeaderKey(key, "name", "namespace") {
+		return false
+	}
+	hs.meta, hs.metaInline = key, len(bytes.TrimSpace(stripComment(val))) > 0
+	switch key {
+	case "name", "namespace":
+		v, ok := simpleScalar(val)
+		if !ok {
+			return false
+		}
+		if key == "name" {
+			hs.s.h.Metadata.Name = v
+		} else {
+			hs.s.h.Metadata.Namespace = v
+		}
+		return true
+	}
+	b, ok := lexLine(val, ind+len(rest)-len(val), ind)
+	if ok && b >= 0 {
+		hs.metaInline = false
+		hs.blockAt = b
+	}
+	return ok
 }
 
 // isSeqEntry reports whether a line's content starts a block sequence entry (`- ` or `-`).

@@ -62,12 +62,20 @@ type Explainer struct {
 	mtls map[string]NamespaceMTLS
 	// positions are the file positions of fields looked up so far, for every host.
 	positions positionCache
-	// positionsNow looks positions up while building instead of leaving them to
-	// ResolvePositions (tests compare the two).
-	positionsNow bool
 	// templates keep the traces of the clusters compactly, against those of earlier clusters
-	// with the same paths; wholeTraces turns them off (tests compare the two).
-	templates   provenance.Templates
+	// with the same paths.
+	templates provenance.Templates
+}
+
+// slowPaths turn off the Explainer's fast paths, which change how the clusters are built and
+// not what they are. Only tests ask for them, to compare each fast path with the slow one
+// (explainer_test.go TestExplainerMatchesExplain, shared_test.go
+// TestTracesKeptAgainstTemplatesAreWhole); Host and Explain take every fast path.
+type slowPaths struct {
+	// positionsNow looks the file positions of origins up while building, instead of leaving
+	// them to ResolvePositions.
+	positionsNow bool
+	// wholeTraces keeps every cluster's traces whole, not against the templates.
 	wholeTraces bool
 }
 
@@ -141,7 +149,7 @@ func (h *HostClusters) ResolvePositions() {
 
 // Host explains every cluster the proxy has for hostname (a full hostname, as Hosts lists).
 func (e *Explainer) Host(hostname string) (*HostClusters, error) {
-	return e.host(hostname, 0, "")
+	return e.host(hostname, 0, "", slowPaths{})
 }
 
 // Explain is the package Explain for the Explainer's proxy (q.From is not read).
@@ -162,7 +170,7 @@ func (e *Explainer) Explain(q Query) (*explain.Result, error) {
 	if why, ok := e.snap.Incomplete["PeerAuthentication"]; ok {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("mTLS inference is incomplete: PeerAuthentications could not be read (%s); auto-mTLS assumes there are none", why))
 	}
-	hc, err := e.host(host, q.Port, q.Subset)
+	hc, err := e.host(host, q.Port, q.Subset, slowPaths{})
 	if err != nil {
 		return nil, err
 	}
@@ -198,8 +206,8 @@ func (e *Explainer) Explain(q Query) (*explain.Result, error) {
 
 // host explains hostname for the Explainer's proxy, narrowed to one port (0: all) and checked
 // against one subset ("": none). Outside the scope only the scope diagnostics are computed, and
-// port is not checked.
-func (e *Explainer) host(hostname string, port uint32, subset string) (*HostClusters, error) {
+// port is not checked. slow turns fast paths off (tests only).
+func (e *Explainer) host(hostname string, port uint32, subset string, slow slowPaths) (*HostClusters, error) {
 	ix, proxy := e.ix, e.proxy
 	out := &HostClusters{Host: hostname}
 	svc, scopeDiags, scope := ix.ServiceForProxy(proxy, hostname)
@@ -246,12 +254,12 @@ func (e *Explainer) host(hostname string, port uint32, subset string) (*HostClus
 		MTLS:           e.namespaceMTLS(svc.Namespace),
 		Flags:          DefaultFlags(),
 		positions:      &e.positions,
-		deferPositions: !e.positionsNow,
+		deferPositions: !slow.positionsNow,
 		// The workload PeerAuthentications of the host are looked up only when a build needs
 		// them (builder.workloadMTLS).
 		shared: &hostShared{workloadsOf: svc, ix: ix},
 	}
-	if !e.wholeTraces {
+	if !slow.wholeTraces {
 		in.templates = &e.templates
 	}
 	out.snap, out.positions = e.snap, in.positions

@@ -81,9 +81,7 @@ func TestExplainerMatchesExplain(t *testing.T) {
 				}
 				checkHostClusters(t, h, hc, want)
 				// The traces kept against templates are the traces the builds recorded.
-				whole := NewExplainer(ix, proxy)
-				whole.wholeTraces = true
-				hcWhole, err := whole.Host(h)
+				hcWhole, err := NewExplainer(ix, proxy).host(h, 0, "", slowPaths{wholeTraces: true})
 				if err != nil {
 					t.Fatalf("%s: Host with whole traces: %v", h, err)
 				}
@@ -94,9 +92,7 @@ func TestExplainerMatchesExplain(t *testing.T) {
 					}
 				}
 				// Positions looked up while building are the ones resolved afterwards.
-				now := NewExplainer(ix, proxy)
-				now.positionsNow = true
-				hcNow, err := now.Host(h)
+				hcNow, err := NewExplainer(ix, proxy).host(h, 0, "", slowPaths{positionsNow: true})
 				if err != nil {
 					t.Fatalf("%s: Host with positions now: %v", h, err)
 				}

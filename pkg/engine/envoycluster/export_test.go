@@ -5,16 +5,12 @@ import (
 	"reflect"
 
 	"google.golang.org/protobuf/proto"
-
-	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
 )
 
-// NewExplainerWholeTraces is NewExplainer with the traces of every cluster kept whole, not
-// against the traces of earlier clusters.
-func NewExplainerWholeTraces(ix *index.Index, proxy *index.Proxy) *Explainer {
-	e := NewExplainer(ix, proxy)
-	e.wholeTraces = true
-	return e
+// HostWholeTraces is Host with the traces of every cluster kept whole, not against the traces
+// of earlier clusters.
+func (e *Explainer) HostWholeTraces(hostname string) (*HostClusters, error) {
+	return e.host(hostname, 0, "", slowPaths{wholeTraces: true})
 }
 
 // SharedMessagesChanged returns the shared sub-messages (every field of commonMessages) that no

@@ -1,6 +1,7 @@
 package envoycluster
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -271,6 +272,16 @@ func fmtDuration(d *durationpb.Duration) string {
 	return d.AsDuration().String()
 }
 
-func fmtU32(v uint32) string { return strconv.FormatUint(uint64(v), 10) }
+// fmtU32 spells v in decimal; the values every cluster carries (Istio's circuit-breaker maxima,
+// enforcement percentages) without an allocation.
+func fmtU32(v uint32) string {
+	switch v {
+	case math.MaxUint32:
+		return "4294967295"
+	case 100:
+		return "100"
+	}
+	return strconv.FormatUint(uint64(v), 10)
+}
 
 func fmtFloat(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }

@@ -128,7 +128,7 @@ func TestScenarios(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
+	n, compared := 0, 0
 	for _, e := range entries {
 		dir := filepath.Join(root, e.Name())
 		wantJSON, err := os.ReadFile(filepath.Join(dir, "want.envoy.json"))
@@ -147,6 +147,7 @@ func TestScenarios(t *testing.T) {
 				t.Fatalf("explain: %v", err)
 			}
 			explaintest.RequireEveryFieldTraced(t, res)
+			compared += explaintest.RequireTracesMatch(t, res)
 			got := []any{}
 			for _, c := range Clusters(res) {
 				js, err := protojson.Marshal(c)
@@ -178,4 +179,10 @@ func TestScenarios(t *testing.T) {
 	if n == 0 {
 		t.Fatal("no cluster scenarios found")
 	}
+	// Every traced value that is a number, a boolean, a duration, a percentage or an enum is
+	// the value of the field it names (the typed setters write both at once).
+	if compared < 20*n {
+		t.Errorf("%d traced values compared with their fields over %d scenarios: the check misses the traces", compared, n)
+	}
+	t.Logf("%d traced values equal their fields", compared)
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/mesh-explain/kubectl-mesh-explain/hack/meshgen/gen"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/envoycluster"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/internal/explaintest"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 )
 
@@ -82,14 +84,14 @@ func TestBuildsLeaveDestinationRulesUnchanged(t *testing.T) {
 func TestTracesKeptAgainstTemplatesAreWhole(t *testing.T) {
 	snap, queries := smallMesh(t)
 	eb := everyClusterBench(t, snap, queries)
-	compact, whole := envoycluster.NewExplainer(eb.Index, eb.Proxy), envoycluster.NewExplainerWholeTraces(eb.Index, eb.Proxy)
+	compact, whole := envoycluster.NewExplainer(eb.Index, eb.Proxy), envoycluster.NewExplainer(eb.Index, eb.Proxy)
 	clusters, traces, shadowed := 0, 0, 0
 	for _, h := range compact.Hosts() {
 		hc, err := compact.Host(h)
 		if err != nil {
 			t.Fatal(err)
 		}
-		hw, err := whole.Host(h)
+		hw, err := whole.HostWholeTraces(h)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,6 +120,38 @@ func TestTracesKeptAgainstTemplatesAreWhole(t *testing.T) {
 		t.Fatalf("%d clusters, %d traces with shadows: the mesh does not exercise the templates", clusters, shadowed)
 	}
 	t.Logf("%d clusters, %d traces (%d with shadows)", clusters, traces, shadowed)
+}
+
+// Every traced value of every cluster of a generated mesh that is a number, a boolean, a
+// duration, a percentage or an enum is the value of the field it names: the typed setters
+// write both at once, and this holds them to it.
+func TestTracesMatchClusters(t *testing.T) {
+	snap, queries := smallMesh(t)
+	eb := everyClusterBench(t, snap, queries)
+	ex := envoycluster.NewExplainer(eb.Index, eb.Proxy)
+	clusters, compared := 0, 0
+	for _, h := range ex.Hosts() {
+		hc, err := ex.Host(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hc.ResolvePositions()
+		for _, c := range hc.Clusters {
+			if c.Cluster == nil {
+				continue
+			}
+			clusters++
+			bad, n := explaintest.TraceMismatches(explain.Object{Name: c.Name, Message: c.Cluster, Origins: c.Origins})
+			compared += n
+			for _, b := range bad {
+				t.Errorf("%s: %s", c.Name, b)
+			}
+		}
+	}
+	if clusters < 100 || compared < 10*clusters {
+		t.Fatalf("%d traced values compared over %d clusters: the mesh does not exercise the check", compared, clusters)
+	}
+	t.Logf("%d traced values of %d clusters equal their fields", compared, clusters)
 }
 
 // smallMesh is the generated mesh of the tests (200 Services) and its queries.

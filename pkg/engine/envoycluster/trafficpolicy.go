@@ -3,13 +3,10 @@ package envoycluster
 import (
 	"fmt"
 	"math"
-	"strconv"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
-	"google.golang.org/protobuf/types/known/wrapperspb"
 	meshv1alpha1 "istio.io/api/mesh/v1alpha1"
 	networking "istio.io/api/networking/v1alpha3"
 
@@ -116,137 +113,169 @@ func (st *clusterState) protocolChoice() string {
 	}
 }
 
-// applyConnectionPool mirrors cluster_traffic_policy.go applyConnectionPool.
+// applyConnectionPool mirrors cluster_traffic_policy.go applyConnectionPool: the circuit
+// breaker thresholds, the connect timeout, TCP keepalive, then the settings that land in the
+// HTTP protocol options.
 func (st *clusterState) applyConnectionPool(cp *networking.ConnectionPoolSettings, rb *networking.TrafficPolicy_RetryBudget) {
-	b := st.b
-	c := st.c
-	// Every outbound cluster carries one DEFAULT-priority threshold with Istio's maxima; the
-	// HIGH priority is never configured (getDefaultCircuitBreakerThresholds).
-	def := istioDefault("Istio raises Envoy's circuit-breaker defaults (getDefaultCircuitBreakerThresholds)")
 	// The thresholds are built on the stack and kept once per host and pair of blocks
 	// (circuitBreakers).
 	var thresholds clusterv3.CircuitBreakers_Thresholds
 	th := &thresholds
-	th.MaxRetries, th.MaxRequests, th.MaxConnections, th.MaxPendingRequests = u32(math.MaxUint32), u32(math.MaxUint32), u32(math.MaxUint32), u32(math.MaxUint32)
-	th.TrackRemaining = !b.flags.DisableTrackRemainingCBMetrics
-	const max = "4294967295"
-	st.set(pCB+".maxConnections", max, def)
-	st.set(pCB+".maxPendingRequests", max, def)
-	st.set(pCB+".maxRequests", max, def)
-	st.set(pCB+".maxRetries", max, withNote(def, "Envoy's own default is 3, too low during pod churn (getDefaultCircuitBreakerThresholds)"))
-	st.set(pCB+".trackRemaining", strconv.FormatBool(th.TrackRemaining), flagOrigin("DISABLE_TRACK_REMAINING_CB_METRICS", "track_remaining = !flag"))
+	st.defaultThresholds(th)
+	st.applyRetryBudget(th, rb)
+	st.applyHTTPThresholds(th, cp.GetHttp())
+	st.applyConnectTimeout(cp.GetTcp())
+	if t := cp.GetTcp(); t != nil && t.MaxConnections > 0 {
+		st.setU32(&th.MaxConnections, pCB+".maxConnections", uint32(t.MaxConnections), st.blockOrigin(bConnectionPool, "connectionPool.tcp.maxConnections"))
+	}
+	st.applyTCPKeepalive(cp.GetTcp())
+	st.c.CircuitBreakers = st.b.in.shared.circuitBreakers(cp, rb, th)
+	st.applyHTTPProtocolOptions(st.httpPoolSettings(cp))
+	if cp.GetHttp().GetUseClientProtocol() {
+		st.applyUseClientProtocol()
+	}
+}
+
+// defaultThresholds writes getDefaultCircuitBreakerThresholds into th: every outbound cluster
+// carries one DEFAULT-priority threshold with Istio's maxima; the HIGH priority is never
+// configured.
+func (st *clusterState) defaultThresholds(th *clusterv3.CircuitBreakers_Thresholds) {
+	def := istioDefault("Istio raises Envoy's circuit-breaker defaults (getDefaultCircuitBreakerThresholds)")
+	st.setU32(&th.MaxConnections, pCB+".maxConnections", math.MaxUint32, def)
+	st.setU32(&th.MaxPendingRequests, pCB+".maxPendingRequests", math.MaxUint32, def)
+	st.setU32(&th.MaxRequests, pCB+".maxRequests", math.MaxUint32, def)
+	st.setU32(&th.MaxRetries, pCB+".maxRetries", math.MaxUint32, withNote(def, "Envoy's own default is 3, too low during pod churn (getDefaultCircuitBreakerThresholds)"))
+	st.setBool(&th.TrackRemaining, pCB+".trackRemaining", !st.b.flags.DisableTrackRemainingCBMetrics,
+		flagOrigin("DISABLE_TRACK_REMAINING_CB_METRICS", "track_remaining = !flag"))
 	if !st.scratch {
 		st.notSent("circuitBreakers.thresholds[1]", "HIGH priority: maxConnections 1024, maxPendingRequests 1024, maxRequests 1024, maxRetries 3",
 			envoyDefault("istiod configures only the DEFAULT priority; HIGH priority routes get Envoy's limits"))
 	}
-	st.applyRetryBudget(th, rb)
+}
 
-	// Fields that land in HttpProtocolOptions are gathered first: http.idleTimeout wins over
-	// tcp.idleTimeout, and zero values count as unset (istiod cannot tell them apart).
-	var idle *durationpb.Duration
-	var idleOrigin provenance.Origin
-	var maxReqPerConn, maxStreams uint32
-	var maxConnDuration *durationpb.Duration
-	var keepalive *networking.ConnectionPoolSettings_HTTPSettings_ConnectionKeepalive
-	if h := cp.GetHttp(); h != nil {
-		if h.Http2MaxRequests > 0 {
-			th.MaxRequests = u32(uint32(h.Http2MaxRequests))
-			st.set(pCB+".maxRequests", fmtU32(uint32(h.Http2MaxRequests)), st.blockOrigin(bConnectionPool, "connectionPool.http.http2MaxRequests"))
-		}
-		if h.Http1MaxPendingRequests > 0 {
-			th.MaxPendingRequests = u32(uint32(h.Http1MaxPendingRequests))
-			st.set(pCB+".maxPendingRequests", fmtU32(uint32(h.Http1MaxPendingRequests)), st.blockOrigin(bConnectionPool, "connectionPool.http.http1MaxPendingRequests"))
-		}
-		// A maxRetries of 0 cannot be told from unset: istiod keeps its default.
-		if h.MaxRetries > 0 {
-			th.MaxRetries = u32(uint32(h.MaxRetries))
-			st.set(pCB+".maxRetries", fmtU32(uint32(h.MaxRetries)), st.blockOrigin(bConnectionPool, "connectionPool.http.maxRetries"))
-		}
-		idle = h.IdleTimeout
-		if idle != nil {
-			idleOrigin = st.blockOrigin(bConnectionPool, "connectionPool.http.idleTimeout")
-		}
-		maxReqPerConn = uint32(h.MaxRequestsPerConnection)
-		maxStreams = uint32(h.MaxConcurrentStreams)
-		keepalive = h.GetHttp2KeepAlive()
+// applyHTTPThresholds writes the thresholds connectionPool.http sets. A value of 0 cannot be
+// told from unset: istiod keeps its default.
+func (st *clusterState) applyHTTPThresholds(th *clusterv3.CircuitBreakers_Thresholds, h *networking.ConnectionPoolSettings_HTTPSettings) {
+	if h == nil {
+		return
 	}
+	if h.Http2MaxRequests > 0 {
+		st.setU32(&th.MaxRequests, pCB+".maxRequests", uint32(h.Http2MaxRequests), st.blockOrigin(bConnectionPool, "connectionPool.http.http2MaxRequests"))
+	}
+	if h.Http1MaxPendingRequests > 0 {
+		st.setU32(&th.MaxPendingRequests, pCB+".maxPendingRequests", uint32(h.Http1MaxPendingRequests), st.blockOrigin(bConnectionPool, "connectionPool.http.http1MaxPendingRequests"))
+	}
+	if h.MaxRetries > 0 {
+		st.setU32(&th.MaxRetries, pCB+".maxRetries", uint32(h.MaxRetries), st.blockOrigin(bConnectionPool, "connectionPool.http.maxRetries"))
+	}
+}
 
-	// applyDefaultConnectionPool: the connect timeout starts from MeshConfig.
-	if ct := b.mesh.GetConnectTimeout(); ct != nil {
-		// The MeshConfig's message, shared as the DestinationRule's below are: clusters are
-		// never written to once built.
-		c.ConnectTimeout = ct
-		st.set("connectTimeout", fmtDuration(ct), b.meshOrigin("connectTimeout"))
+// applyConnectTimeout mirrors applyDefaultConnectionPool: the connect timeout starts from
+// MeshConfig, and connectionPool.tcp.connectTimeout overrides it. The messages are shared with
+// the inputs: clusters are never written to once built.
+func (st *clusterState) applyConnectTimeout(t *networking.ConnectionPoolSettings_TCPSettings) {
+	if ct := st.b.mesh.GetConnectTimeout(); ct != nil {
+		st.setDuration(&st.c.ConnectTimeout, "connectTimeout", ct, st.b.meshOrigin("connectTimeout"))
+	}
+	if t.GetConnectTimeout() != nil {
+		st.setDuration(&st.c.ConnectTimeout, "connectTimeout", t.ConnectTimeout, st.blockOrigin(bConnectionPool, "connectionPool.tcp.connectTimeout"))
+	}
+}
+
+// httpPoolSettings are the connection-pool fields that land in HttpProtocolOptions.
+type httpPoolSettings struct {
+	idle            *durationpb.Duration
+	idleOrigin      provenance.Origin
+	maxReqPerConn   uint32
+	maxStreams      uint32
+	maxConnDuration *durationpb.Duration
+	keepalive       *networking.ConnectionPoolSettings_HTTPSettings_ConnectionKeepalive
+}
+
+// any reports whether a setting creates HttpProtocolOptions.
+func (s *httpPoolSettings) any() bool {
+	return s.maxConnDuration != nil || s.idle != nil || s.maxReqPerConn > 0 || s.maxStreams > 0 || s.keepalive != nil
+}
+
+// httpPoolSettings gathers the fields of cp that land in HttpProtocolOptions: http.idleTimeout
+// wins over tcp.idleTimeout, and zero values count as unset (istiod cannot tell them apart).
+func (st *clusterState) httpPoolSettings(cp *networking.ConnectionPoolSettings) httpPoolSettings {
+	var s httpPoolSettings
+	if h := cp.GetHttp(); h != nil {
+		s.idle = h.IdleTimeout
+		if s.idle != nil {
+			s.idleOrigin = st.blockOrigin(bConnectionPool, "connectionPool.http.idleTimeout")
+		}
+		s.maxReqPerConn = uint32(h.MaxRequestsPerConnection)
+		s.maxStreams = uint32(h.MaxConcurrentStreams)
+		s.keepalive = h.GetHttp2KeepAlive()
 	}
 	if t := cp.GetTcp(); t != nil {
-		if t.ConnectTimeout != nil {
-			c.ConnectTimeout = t.ConnectTimeout
-			st.set("connectTimeout", fmtDuration(t.ConnectTimeout), st.blockOrigin(bConnectionPool, "connectionPool.tcp.connectTimeout"))
-		}
-		if t.MaxConnections > 0 {
-			th.MaxConnections = u32(uint32(t.MaxConnections))
-			st.set(pCB+".maxConnections", fmtU32(uint32(t.MaxConnections)), st.blockOrigin(bConnectionPool, "connectionPool.tcp.maxConnections"))
-		}
-		if t.MaxConnectionDuration != nil {
-			maxConnDuration = t.MaxConnectionDuration
-		}
-		if idle == nil && t.IdleTimeout != nil {
-			idle = t.IdleTimeout
-			idleOrigin = st.blockOrigin(bConnectionPool, "connectionPool.tcp.idleTimeout")
+		s.maxConnDuration = t.MaxConnectionDuration
+		if s.idle == nil && t.IdleTimeout != nil {
+			s.idle = t.IdleTimeout
+			s.idleOrigin = st.blockOrigin(bConnectionPool, "connectionPool.tcp.idleTimeout")
 		}
 	}
-	st.applyTCPKeepalive(cp.GetTcp())
-	c.CircuitBreakers = st.b.in.shared.circuitBreakers(cp, rb, th)
+	return s
+}
 
-	// Any of these creates HttpProtocolOptions, even on a TCP port (which then gets an explicit
-	// HTTP/1.1 config in clusterWrapper.build); the HTTP/2-only ones are silently dropped unless
-	// the cluster is already explicit HTTP/2.
-	if maxConnDuration != nil || idle != nil || maxReqPerConn > 0 || maxStreams > 0 || keepalive != nil {
-		h := st.ensureHPO()
-		if h.CommonHttpProtocolOptions == nil {
-			h.CommonHttpProtocolOptions = &corev3.HttpProtocolOptions{}
-			st.commonHTTPFrom = withNote(st.blockOrigin(bConnectionPool, "connectionPool.http"),
-				"HTTP connection-pool settings create the HTTP protocol options even when none lands in them")
-		}
-		if idle != nil {
-			h.CommonHttpProtocolOptions.IdleTimeout = idle
-			st.set(pHPO+".commonHttpProtocolOptions.idleTimeout", fmtDuration(idle), idleOrigin)
-		}
-		if maxReqPerConn > 0 {
-			h.CommonHttpProtocolOptions.MaxRequestsPerConnection = u32(maxReqPerConn)
-			st.set(pHPO+".commonHttpProtocolOptions.maxRequestsPerConnection", fmtU32(maxReqPerConn), st.blockOrigin(bConnectionPool, "connectionPool.http.maxRequestsPerConnection"))
-		}
-		if maxConnDuration != nil {
-			h.CommonHttpProtocolOptions.MaxConnectionDuration = maxConnDuration
-			st.set(pHPO+".commonHttpProtocolOptions.maxConnectionDuration", fmtDuration(maxConnDuration), st.blockOrigin(bConnectionPool, "connectionPool.tcp.maxConnectionDuration"))
-		}
-		h2 := h.GetExplicitHttpConfig().GetHttp2ProtocolOptions()
-		if h2 != nil && maxStreams > 0 {
-			h2.MaxConcurrentStreams = u32(maxStreams)
-			st.set(pHPO+".explicitHttpConfig.http2ProtocolOptions.maxConcurrentStreams", fmtU32(maxStreams), st.blockOrigin(bConnectionPool, "connectionPool.http.maxConcurrentStreams"))
-		}
-		if h2 != nil && keepalive != nil {
-			h2.ConnectionKeepalive = &corev3.KeepaliveSettings{Interval: keepalive.Interval, Timeout: keepalive.Timeout}
-			st.set(pHPO+".explicitHttpConfig.http2ProtocolOptions.connectionKeepalive",
-				fmt.Sprintf("interval %s, timeout %s", fmtDuration(keepalive.Interval), fmtDuration(keepalive.Timeout)),
-				st.blockOrigin(bConnectionPool, "connectionPool.http.http2KeepAlive"))
-		}
-		if h2 == nil && (maxStreams > 0 || keepalive != nil) {
+// applyHTTPProtocolOptions writes the HTTP connection-pool settings. Any of them creates
+// HttpProtocolOptions, even on a TCP port (which then gets an explicit HTTP/1.1 config in
+// clusterWrapper.build); the HTTP/2-only ones are silently dropped unless the cluster is
+// already explicit HTTP/2 (D21).
+func (st *clusterState) applyHTTPProtocolOptions(s httpPoolSettings) {
+	if !s.any() {
+		return
+	}
+	h := st.ensureHPO()
+	if h.CommonHttpProtocolOptions == nil {
+		h.CommonHttpProtocolOptions = &corev3.HttpProtocolOptions{}
+		st.commonHTTPFrom = withNote(st.blockOrigin(bConnectionPool, "connectionPool.http"),
+			"HTTP connection-pool settings create the HTTP protocol options even when none lands in them")
+	}
+	common := h.CommonHttpProtocolOptions
+	const pCommon = pHPO + ".commonHttpProtocolOptions"
+	if s.idle != nil {
+		st.setDuration(&common.IdleTimeout, pCommon+".idleTimeout", s.idle, s.idleOrigin)
+	}
+	if s.maxReqPerConn > 0 {
+		st.setU32(&common.MaxRequestsPerConnection, pCommon+".maxRequestsPerConnection", s.maxReqPerConn, st.blockOrigin(bConnectionPool, "connectionPool.http.maxRequestsPerConnection"))
+	}
+	if s.maxConnDuration != nil {
+		st.setDuration(&common.MaxConnectionDuration, pCommon+".maxConnectionDuration", s.maxConnDuration, st.blockOrigin(bConnectionPool, "connectionPool.tcp.maxConnectionDuration"))
+	}
+	h2 := h.GetExplicitHttpConfig().GetHttp2ProtocolOptions()
+	if h2 == nil {
+		if s.maxStreams > 0 || s.keepalive != nil {
 			st.d.add(diag.HTTP2SettingsWithoutEffect.New(
 				fmt.Sprintf("%s sets maxConcurrentStreams or http2KeepAlive, but cluster %s is not explicit HTTP/2, so istiod drops them", st.eff.src[bConnectionPool].title(), st.c.Name),
 				"use an HTTP/2 port protocol (http2-, grpc-) or h2UpgradePolicy UPGRADE on an HTTP port",
 				refsOf(st.eff.src[bConnectionPool].ref)...))
 		}
+		return
 	}
-	if cp.GetHttp().GetUseClientProtocol() {
-		if h2 := st.hpo.GetExplicitHttpConfig().GetHttp2ProtocolOptions(); h2 != nil && (h2.MaxConcurrentStreams != nil || h2.ConnectionKeepalive != nil) {
-			st.d.add(diag.HTTP2SettingsWithoutEffect.New(
-				fmt.Sprintf("useClientProtocol replaces the explicit HTTP/2 options of cluster %s, dropping maxConcurrentStreams and http2KeepAlive", st.c.Name),
-				"drop useClientProtocol or the HTTP/2 settings",
-				refsOf(st.eff.src[bConnectionPool].ref)...))
-		}
-		st.setUseDownstreamProtocol(st.blockOrigin(bConnectionPool, "connectionPool.http.useClientProtocol"))
+	const pH2 = pHPO + ".explicitHttpConfig.http2ProtocolOptions"
+	if s.maxStreams > 0 {
+		st.setU32(&h2.MaxConcurrentStreams, pH2+".maxConcurrentStreams", s.maxStreams, st.blockOrigin(bConnectionPool, "connectionPool.http.maxConcurrentStreams"))
 	}
+	if ka := s.keepalive; ka != nil {
+		h2.ConnectionKeepalive = &corev3.KeepaliveSettings{Interval: ka.Interval, Timeout: ka.Timeout}
+		st.set(pH2+".connectionKeepalive", fmt.Sprintf("interval %s, timeout %s", fmtDuration(ka.Interval), fmtDuration(ka.Timeout)),
+			st.blockOrigin(bConnectionPool, "connectionPool.http.http2KeepAlive"))
+	}
+}
+
+// applyUseClientProtocol writes connectionPool.http.useClientProtocol: the cluster uses the
+// downstream protocol, which replaces explicit HTTP/2 options (D21 when they had settings).
+func (st *clusterState) applyUseClientProtocol() {
+	if h2 := st.hpo.GetExplicitHttpConfig().GetHttp2ProtocolOptions(); h2 != nil && (h2.MaxConcurrentStreams != nil || h2.ConnectionKeepalive != nil) {
+		st.d.add(diag.HTTP2SettingsWithoutEffect.New(
+			fmt.Sprintf("useClientProtocol replaces the explicit HTTP/2 options of cluster %s, dropping maxConcurrentStreams and http2KeepAlive", st.c.Name),
+			"drop useClientProtocol or the HTTP/2 settings",
+			refsOf(st.eff.src[bConnectionPool].ref)...))
+	}
+	st.setUseDownstreamProtocol(st.blockOrigin(bConnectionPool, "connectionPool.http.useClientProtocol"))
 }
 
 // applyRetryBudget mirrors cluster_traffic_policy.go applyRetryBudget.
@@ -266,15 +295,12 @@ func (st *clusterState) applyRetryBudget(th *clusterv3.CircuitBreakers_Threshold
 		conc = rb.MinRetryConcurrency
 		cOrigin = st.blockOrigin(bRetryBudget, "retryBudget.minRetryConcurrency")
 	}
-	th.RetryBudget = &clusterv3.CircuitBreakers_Thresholds_RetryBudget{
-		BudgetPercent:       &typev3.Percent{Value: percent},
-		BudgetInterval:      rb.BudgetInterval,
-		MinRetryConcurrency: u32(conc),
-	}
-	st.set(pCB+".retryBudget.budgetPercent", fmtFloat(percent)+"%", pOrigin)
-	st.set(pCB+".retryBudget.minRetryConcurrency", fmtU32(conc), cOrigin)
+	budget := &clusterv3.CircuitBreakers_Thresholds_RetryBudget{}
+	th.RetryBudget = budget
+	st.setPercent(&budget.BudgetPercent, pCB+".retryBudget.budgetPercent", percent, pOrigin)
+	st.setU32(&budget.MinRetryConcurrency, pCB+".retryBudget.minRetryConcurrency", conc, cOrigin)
 	if rb.BudgetInterval != nil {
-		st.set(pCB+".retryBudget.budgetInterval", fmtDuration(rb.BudgetInterval), st.blockOrigin(bRetryBudget, "retryBudget.budgetInterval"))
+		st.setDuration(&budget.BudgetInterval, pCB+".retryBudget.budgetInterval", rb.BudgetInterval, st.blockOrigin(bRetryBudget, "retryBudget.budgetInterval"))
 	}
 }
 
@@ -301,16 +327,13 @@ func (st *clusterState) setKeepalive(ka *networking.ConnectionPoolSettings_TCPSe
 	}
 	k := c.UpstreamConnectionOptions.TcpKeepalive
 	if ka.Probes > 0 {
-		k.KeepaliveProbes = u32(ka.Probes)
-		st.set(pKeepalive+".keepaliveProbes", fmtU32(ka.Probes), origin(".probes"))
+		st.setU32(&k.KeepaliveProbes, pKeepalive+".keepaliveProbes", ka.Probes, origin(".probes"))
 	}
 	if ka.Time != nil {
-		k.KeepaliveTime = u32(uint32(ka.Time.Seconds))
-		st.set(pKeepalive+".keepaliveTime", fmtU32(uint32(ka.Time.Seconds)), withSecondsNote(origin(".time"), ka.Time))
+		st.setU32(&k.KeepaliveTime, pKeepalive+".keepaliveTime", uint32(ka.Time.Seconds), withSecondsNote(origin(".time"), ka.Time))
 	}
 	if ka.Interval != nil {
-		k.KeepaliveInterval = u32(uint32(ka.Interval.Seconds))
-		st.set(pKeepalive+".keepaliveInterval", fmtU32(uint32(ka.Interval.Seconds)), withSecondsNote(origin(".interval"), ka.Interval))
+		st.setU32(&k.KeepaliveInterval, pKeepalive+".keepaliveInterval", uint32(ka.Interval.Seconds), withSecondsNote(origin(".interval"), ka.Interval))
 	}
 }
 
@@ -338,87 +361,100 @@ func (st *clusterState) applyOutlierDetection(od *networking.OutlierDetection) {
 	if od == nil {
 		return
 	}
-	c := st.c
-	o := func(f string) provenance.Origin { return st.blockOrigin(bOutlierDetection, f) }
-	// A present block (even {}) always disables success-rate ejection; consecutive error
-	// counters are enforced at 100% when positive and 0% when explicitly 0.
 	// The message is built on the stack and kept once per host and block (clusters are never
 	// written to once built).
 	var built clusterv3.OutlierDetection
 	out := &built
-	out.EnforcingSuccessRate = u32(0)
-	st.set("outlierDetection.enforcingSuccessRate", "0", istioDefault("success-rate ejection is always disabled (applyOutlierDetection)"))
+	// A present block (even {}) always disables success-rate ejection.
+	st.setU32(&out.EnforcingSuccessRate, "outlierDetection.enforcingSuccessRate", 0, istioDefault("success-rate ejection is always disabled (applyOutlierDetection)"))
+	st.applyConsecutiveErrors(od, out)
+	st.applyEjection(od, out)
+	if od.SplitExternalLocalOriginErrors {
+		st.applyLocalOriginErrors(od, out)
+	}
+	st.c.OutlierDetection = st.b.in.shared.outlierDetection(od, out)
+	st.applyPanicThreshold(od)
+}
+
+// odOrigin is the origin of a field (`outlierDetection.interval`) of the effective
+// outlierDetection block.
+func (st *clusterState) odOrigin(field string) provenance.Origin {
+	return st.blockOrigin(bOutlierDetection, field)
+}
+
+// applyConsecutiveErrors writes the consecutive error counters: each is enforced at 100% when
+// positive and 0% when explicitly 0.
+func (st *clusterState) applyConsecutiveErrors(od *networking.OutlierDetection, out *clusterv3.OutlierDetection) {
 	if e := od.Consecutive_5XxErrors; e != nil {
-		v := e.GetValue()
-		out.Consecutive_5Xx = u32(v)
-		st.set("outlierDetection.consecutive5xx", fmtU32(v), o("outlierDetection.consecutive5xxErrors"))
-		enf := uint32(0)
-		if v > 0 {
-			enf = 100
-		}
-		out.EnforcingConsecutive_5Xx = u32(enf)
-		st.set("outlierDetection.enforcingConsecutive5xx", fmtU32(enf), withNote(o("outlierDetection.consecutive5xxErrors"), "100 when consecutive5xxErrors > 0, else 0"))
+		v, o := e.GetValue(), st.odOrigin("outlierDetection.consecutive5xxErrors")
+		st.setU32(&out.Consecutive_5Xx, "outlierDetection.consecutive5xx", v, o)
+		st.setU32(&out.EnforcingConsecutive_5Xx, "outlierDetection.enforcingConsecutive5xx", enforcing(v), withNote(o, "100 when consecutive5xxErrors > 0, else 0"))
 	} else if !st.scratch {
 		st.notSent("outlierDetection.consecutive5xx", "5", envoyDefault("consecutive5xxErrors unset: Envoy still ejects after 5 consecutive 5xx"))
 		st.notSent("outlierDetection.enforcingConsecutive5xx", "100", envoyDefault("5xx ejection is enforced by Envoy default"))
 	}
 	if e := od.ConsecutiveGatewayErrors; e != nil {
-		v := e.GetValue()
-		out.ConsecutiveGatewayFailure = u32(v)
-		st.set("outlierDetection.consecutiveGatewayFailure", fmtU32(v), o("outlierDetection.consecutiveGatewayErrors"))
-		enf := uint32(0)
-		if v > 0 {
-			enf = 100
-		}
-		out.EnforcingConsecutiveGatewayFailure = u32(enf)
-		st.set("outlierDetection.enforcingConsecutiveGatewayFailure", fmtU32(enf), withNote(o("outlierDetection.consecutiveGatewayErrors"), "100 when consecutiveGatewayErrors > 0, else 0"))
+		v, o := e.GetValue(), st.odOrigin("outlierDetection.consecutiveGatewayErrors")
+		st.setU32(&out.ConsecutiveGatewayFailure, "outlierDetection.consecutiveGatewayFailure", v, o)
+		st.setU32(&out.EnforcingConsecutiveGatewayFailure, "outlierDetection.enforcingConsecutiveGatewayFailure", enforcing(v), withNote(o, "100 when consecutiveGatewayErrors > 0, else 0"))
 	}
+}
+
+// enforcing is the enforcement percentage istiod pairs with a consecutive error counter.
+func enforcing(v uint32) uint32 {
+	if v > 0 {
+		return 100
+	}
+	return 0
+}
+
+// applyEjection writes the interval, the base ejection time and the maximum ejection
+// percentage, or the Envoy defaults that stand for them.
+func (st *clusterState) applyEjection(od *networking.OutlierDetection, out *clusterv3.OutlierDetection) {
 	if od.Interval != nil {
-		out.Interval = od.Interval
-		st.set("outlierDetection.interval", fmtDuration(od.Interval), o("outlierDetection.interval"))
+		st.setDuration(&out.Interval, "outlierDetection.interval", od.Interval, st.odOrigin("outlierDetection.interval"))
 	} else if !st.scratch {
 		st.notSent("outlierDetection.interval", "10s", envoyDefault(""))
 	}
 	if od.BaseEjectionTime != nil {
-		out.BaseEjectionTime = od.BaseEjectionTime
-		st.set("outlierDetection.baseEjectionTime", fmtDuration(od.BaseEjectionTime), o("outlierDetection.baseEjectionTime"))
+		st.setDuration(&out.BaseEjectionTime, "outlierDetection.baseEjectionTime", od.BaseEjectionTime, st.odOrigin("outlierDetection.baseEjectionTime"))
 	} else if !st.scratch {
 		st.notSent("outlierDetection.baseEjectionTime", "30s", envoyDefault(""))
 	}
 	if od.MaxEjectionPercent > 0 {
-		out.MaxEjectionPercent = u32(uint32(od.MaxEjectionPercent))
-		st.set("outlierDetection.maxEjectionPercent", strconv.FormatInt(int64(od.MaxEjectionPercent), 10), o("outlierDetection.maxEjectionPercent"))
+		st.setU32(&out.MaxEjectionPercent, "outlierDetection.maxEjectionPercent", uint32(od.MaxEjectionPercent), st.odOrigin("outlierDetection.maxEjectionPercent"))
 	} else if !st.scratch {
 		st.notSent("outlierDetection.maxEjectionPercent", "10", envoyDefault(""))
 	}
-	if od.SplitExternalLocalOriginErrors {
-		out.SplitExternalLocalOriginErrors = true
-		st.set("outlierDetection.splitExternalLocalOriginErrors", "true", o("outlierDetection.splitExternalLocalOriginErrors"))
-		if v := od.ConsecutiveLocalOriginFailures.GetValue(); v > 0 {
-			out.ConsecutiveLocalOriginFailure = u32(v)
-			out.EnforcingConsecutiveLocalOriginFailure = u32(100)
-			st.set("outlierDetection.consecutiveLocalOriginFailure", fmtU32(v), o("outlierDetection.consecutiveLocalOriginFailures"))
-			st.set("outlierDetection.enforcingConsecutiveLocalOriginFailure", "100", withNote(o("outlierDetection.consecutiveLocalOriginFailures"), "enforced when set"))
-		}
-		out.EnforcingLocalOriginSuccessRate = u32(0)
-		st.set("outlierDetection.enforcingLocalOriginSuccessRate", "0", istioDefault("local-origin success-rate ejection is always disabled"))
-	}
-	c.OutlierDetection = st.b.in.shared.outlierDetection(od, out)
+}
 
-	// Disable the panic threshold by default: minHealthPercent (0 when unset) is always written.
-	mhp := od.MinHealthPercent
-	if mhp >= 0 {
-		po := o("outlierDetection.minHealthPercent")
-		if mhp == 0 {
-			po.Note = "unset or 0: the panic threshold is disabled"
-		}
-		if forced, fo := st.b.forcesUnhealthy(); forced {
-			mhp = 0
-			po = fo
-		}
-		c.CommonLbConfig.HealthyPanicThreshold = &typev3.Percent{Value: float64(mhp)}
-		st.set("commonLbConfig.healthyPanicThreshold", strconv.FormatInt(int64(mhp), 10)+"%", po)
+// applyLocalOriginErrors writes splitExternalLocalOriginErrors and the local-origin counters.
+func (st *clusterState) applyLocalOriginErrors(od *networking.OutlierDetection, out *clusterv3.OutlierDetection) {
+	st.setBool(&out.SplitExternalLocalOriginErrors, "outlierDetection.splitExternalLocalOriginErrors", true, st.odOrigin("outlierDetection.splitExternalLocalOriginErrors"))
+	if v := od.ConsecutiveLocalOriginFailures.GetValue(); v > 0 {
+		o := st.odOrigin("outlierDetection.consecutiveLocalOriginFailures")
+		st.setU32(&out.ConsecutiveLocalOriginFailure, "outlierDetection.consecutiveLocalOriginFailure", v, o)
+		st.setU32(&out.EnforcingConsecutiveLocalOriginFailure, "outlierDetection.enforcingConsecutiveLocalOriginFailure", 100, withNote(o, "enforced when set"))
 	}
+	st.setU32(&out.EnforcingLocalOriginSuccessRate, "outlierDetection.enforcingLocalOriginSuccessRate", 0, istioDefault("local-origin success-rate ejection is always disabled"))
+}
+
+// applyPanicThreshold disables the panic threshold by default: minHealthPercent (0 when
+// unset) is always written, and 0 when unhealthy endpoints are forced.
+func (st *clusterState) applyPanicThreshold(od *networking.OutlierDetection) {
+	mhp := od.MinHealthPercent
+	if mhp < 0 {
+		return
+	}
+	po := st.odOrigin("outlierDetection.minHealthPercent")
+	if mhp == 0 {
+		po.Note = "unset or 0: the panic threshold is disabled"
+	}
+	if forced, fo := st.b.forcesUnhealthy(); forced {
+		mhp = 0
+		po = fo
+	}
+	st.setPercent(&st.c.CommonLbConfig.HealthyPanicThreshold, "commonLbConfig.healthyPanicThreshold", float64(mhp), po)
 }
 
 // outlierDetection returns the host's OutlierDetection message for block od: the one made for
@@ -516,8 +552,7 @@ func (st *clusterState) applyLoadBalancer(lb *networking.LoadBalancerSettings) {
 	}
 	if c.CommonLbConfig.HealthyPanicThreshold == nil {
 		if ok, o := b.supportsUnhealthy(); ok {
-			c.CommonLbConfig.HealthyPanicThreshold = &typev3.Percent{Value: 0}
-			st.set("commonLbConfig.healthyPanicThreshold", "0%", o)
+			st.setPercent(&c.CommonLbConfig.HealthyPanicThreshold, "commonLbConfig.healthyPanicThreshold", 0, o)
 		} else if !st.scratch {
 			st.notSent("commonLbConfig.healthyPanicThreshold", "50%", envoyDefault("no panic threshold sent"))
 		}
@@ -528,8 +563,7 @@ func (st *clusterState) applyLoadBalancer(lb *networking.LoadBalancerSettings) {
 		return
 	}
 	if b.redisMaglev() {
-		c.LbPolicy = clusterv3.Cluster_MAGLEV
-		st.set("lbPolicy", "MAGLEV", flagOrigin("PILOT_ENABLE_REDIS_FILTER", "Redis ports use MAGLEV for client-side sharding"))
+		st.setLbPolicy(clusterv3.Cluster_MAGLEV, flagOrigin("PILOT_ENABLE_REDIS_FILTER", "Redis ports use MAGLEV for client-side sharding"))
 		return
 	}
 	// An unset (or UNSPECIFIED) simple policy is Istio's LEAST_REQUEST, not Envoy's ROUND_ROBIN.
@@ -539,13 +573,11 @@ func (st *clusterState) applyLoadBalancer(lb *networking.LoadBalancerSettings) {
 	case networking.LoadBalancerSettings_LEAST_CONN, networking.LoadBalancerSettings_LEAST_REQUEST: //nolint:staticcheck // LEAST_CONN is LEAST_REQUEST
 		st.applyLeastRequest(lb, so)
 	case networking.LoadBalancerSettings_RANDOM:
-		c.LbPolicy = clusterv3.Cluster_RANDOM
-		st.set("lbPolicy", "RANDOM", so)
+		st.setLbPolicy(clusterv3.Cluster_RANDOM, so)
 	case networking.LoadBalancerSettings_ROUND_ROBIN:
 		st.applyRoundRobin(lb, so)
 	case networking.LoadBalancerSettings_PASSTHROUGH:
-		c.LbPolicy = clusterv3.Cluster_CLUSTER_PROVIDED
-		st.set("lbPolicy", "CLUSTER_PROVIDED", so)
+		st.setLbPolicy(clusterv3.Cluster_CLUSTER_PROVIDED, so)
 		c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_ORIGINAL_DST}
 		st.set("type", "ORIGINAL_DST", withNote(so, "PASSTHROUGH turns the cluster into ORIGINAL_DST"))
 		if c.LoadAssignment != nil {
@@ -560,8 +592,7 @@ func (st *clusterState) applyLoadBalancer(lb *networking.LoadBalancerSettings) {
 }
 
 func (st *clusterState) applyLeastRequest(lb *networking.LoadBalancerSettings, o provenance.Origin) {
-	st.c.LbPolicy = clusterv3.Cluster_LEAST_REQUEST
-	st.set("lbPolicy", "LEAST_REQUEST", o)
+	st.setLbPolicy(clusterv3.Cluster_LEAST_REQUEST, o)
 	if !st.scratch {
 		st.notSent("leastRequestLbConfig.choiceCount", "2", envoyDefault("power of two choices"))
 	}
@@ -571,8 +602,7 @@ func (st *clusterState) applyLeastRequest(lb *networking.LoadBalancerSettings, o
 }
 
 func (st *clusterState) applyRoundRobin(lb *networking.LoadBalancerSettings, o provenance.Origin) {
-	st.c.LbPolicy = clusterv3.Cluster_ROUND_ROBIN
-	st.set("lbPolicy", "ROUND_ROBIN", o)
+	st.setLbPolicy(clusterv3.Cluster_ROUND_ROBIN, o)
 	if ss := st.slowStart(lb, "roundRobinLbConfig"); ss != nil {
 		st.c.LbConfig = &clusterv3.Cluster_RoundRobinLbConfig_{RoundRobinLbConfig: &clusterv3.Cluster_RoundRobinLbConfig{SlowStartConfig: ss}}
 	}
@@ -582,9 +612,9 @@ func (st *clusterState) applyRoundRobin(lb *networking.LoadBalancerSettings, o p
 func (st *clusterState) slowStart(lb *networking.LoadBalancerSettings, cfg string) *clusterv3.Cluster_SlowStartConfig {
 	if w := lb.GetWarmup(); w != nil {
 		p := cfg + ".slowStartConfig"
-		ss := &clusterv3.Cluster_SlowStartConfig{SlowStartWindow: w.Duration}
+		ss := &clusterv3.Cluster_SlowStartConfig{}
 		if w.Duration != nil {
-			st.set(p+".slowStartWindow", fmtDuration(w.Duration), st.blockOrigin(bLoadBalancer, "loadBalancer.warmup.duration"))
+			st.setDuration(&ss.SlowStartWindow, p+".slowStartWindow", w.Duration, st.blockOrigin(bLoadBalancer, "loadBalancer.warmup.duration"))
 		}
 		aggr := 1.0
 		ao := istioDefault("warmup.aggression unset: Istio ramps linearly (1.0); runtime key is a fixed placeholder")
@@ -600,13 +630,13 @@ func (st *clusterState) slowStart(lb *networking.LoadBalancerSettings, cfg strin
 			minw = w.MinimumPercent.GetValue()
 			mo = st.blockOrigin(bLoadBalancer, "loadBalancer.warmup.minimumPercent")
 		}
-		ss.MinWeightPercent = &typev3.Percent{Value: minw}
-		st.set(p+".minWeightPercent", fmtFloat(minw)+"%", mo)
+		st.setPercent(&ss.MinWeightPercent, p+".minWeightPercent", minw, mo)
 		return ss
 	}
 	if d := lb.GetWarmupDurationSecs(); d != nil {
-		st.set(cfg+".slowStartConfig.slowStartWindow", fmtDuration(d), st.blockOrigin(bLoadBalancer, "loadBalancer.warmupDurationSecs"))
-		return &clusterv3.Cluster_SlowStartConfig{SlowStartWindow: d}
+		ss := &clusterv3.Cluster_SlowStartConfig{}
+		st.setDuration(&ss.SlowStartWindow, cfg+".slowStartConfig.slowStartWindow", d, st.blockOrigin(bLoadBalancer, "loadBalancer.warmupDurationSecs"))
+		return ss
 	}
 	return nil
 }
@@ -627,28 +657,27 @@ func (st *clusterState) applyConsistentHash(lb *networking.LoadBalancerSettings)
 	// start config with warmup); the deprecated minimumRingSize path always sends a ring size.
 	switch {
 	case ch.GetMaglev() != nil:
-		c.LbPolicy = clusterv3.Cluster_MAGLEV
-		st.set("lbPolicy", "MAGLEV", st.blockOrigin(bLoadBalancer, "loadBalancer.consistentHash.maglev"))
+		st.setLbPolicy(clusterv3.Cluster_MAGLEV, st.blockOrigin(bLoadBalancer, "loadBalancer.consistentHash.maglev"))
 		if ts := ch.GetMaglev().TableSize; ts != 0 {
 			clearLbConfig()
-			c.LbConfig = &clusterv3.Cluster_MaglevLbConfig_{MaglevLbConfig: &clusterv3.Cluster_MaglevLbConfig{TableSize: wrapperspb.UInt64(ts)}}
-			st.set("maglevLbConfig.tableSize", fmt.Sprint(ts), st.blockOrigin(bLoadBalancer, "loadBalancer.consistentHash.maglev.tableSize"))
+			m := &clusterv3.Cluster_MaglevLbConfig{}
+			c.LbConfig = &clusterv3.Cluster_MaglevLbConfig_{MaglevLbConfig: m}
+			st.setU64(&m.TableSize, "maglevLbConfig.tableSize", ts, st.blockOrigin(bLoadBalancer, "loadBalancer.consistentHash.maglev.tableSize"))
 		} else if !st.scratch && c.LbConfig == nil {
 			st.notSent("maglevLbConfig.tableSize", "65537", envoyDefault(""))
 		}
 	case ch.GetRingHash() != nil:
-		c.LbPolicy = clusterv3.Cluster_RING_HASH
-		st.set("lbPolicy", "RING_HASH", st.blockOrigin(bLoadBalancer, "loadBalancer.consistentHash.ringHash"))
+		st.setLbPolicy(clusterv3.Cluster_RING_HASH, st.blockOrigin(bLoadBalancer, "loadBalancer.consistentHash.ringHash"))
 		if rs := ch.GetRingHash().MinimumRingSize; rs != 0 {
 			clearLbConfig()
-			c.LbConfig = &clusterv3.Cluster_RingHashLbConfig_{RingHashLbConfig: &clusterv3.Cluster_RingHashLbConfig{MinimumRingSize: wrapperspb.UInt64(rs)}}
-			st.set("ringHashLbConfig.minimumRingSize", fmt.Sprint(rs), st.blockOrigin(bLoadBalancer, "loadBalancer.consistentHash.ringHash.minimumRingSize"))
+			r := &clusterv3.Cluster_RingHashLbConfig{}
+			c.LbConfig = &clusterv3.Cluster_RingHashLbConfig_{RingHashLbConfig: r}
+			st.setU64(&r.MinimumRingSize, "ringHashLbConfig.minimumRingSize", rs, st.blockOrigin(bLoadBalancer, "loadBalancer.consistentHash.ringHash.minimumRingSize"))
 		} else if !st.scratch && c.LbConfig == nil {
 			st.notSent("ringHashLbConfig.minimumRingSize", "1024", envoyDefault(""))
 		}
 	default:
-		c.LbPolicy = clusterv3.Cluster_RING_HASH
-		st.set("lbPolicy", "RING_HASH", st.blockOrigin(bLoadBalancer, "loadBalancer.consistentHash"))
+		st.setLbPolicy(clusterv3.Cluster_RING_HASH, st.blockOrigin(bLoadBalancer, "loadBalancer.consistentHash"))
 		size := uint64(1024)
 		so := istioDefault("consistentHash without ringHash or maglev: Istio sends minimumRingSize 1024 explicitly")
 		if m := ch.MinimumRingSize; m != 0 { //nolint:staticcheck // deprecated field still read by istiod
@@ -656,8 +685,9 @@ func (st *clusterState) applyConsistentHash(lb *networking.LoadBalancerSettings)
 			so = st.blockOrigin(bLoadBalancer, "loadBalancer.consistentHash.minimumRingSize")
 		}
 		clearLbConfig()
-		c.LbConfig = &clusterv3.Cluster_RingHashLbConfig_{RingHashLbConfig: &clusterv3.Cluster_RingHashLbConfig{MinimumRingSize: wrapperspb.UInt64(size)}}
-		st.set("ringHashLbConfig.minimumRingSize", fmt.Sprint(size), so)
+		r := &clusterv3.Cluster_RingHashLbConfig{}
+		c.LbConfig = &clusterv3.Cluster_RingHashLbConfig_{RingHashLbConfig: r}
+		st.setU64(&r.MinimumRingSize, "ringHashLbConfig.minimumRingSize", size, so)
 	}
 	st.rec.Delete("leastRequestLbConfig.choiceCount")
 }

@@ -9,7 +9,8 @@
 // It must not import cli, render, source, cobra, lipgloss or client-go clients.
 // Reference: shared/spec/authz.md; the code of istio.io/istio (the version conformance/ pins) wins.
 //
-// Entry points: Explain (one Result per pod), WriteZtunnel (the `-o ztunnel` printer), and the
+// Entry points: Explain (one Result per pod; the objects of the workload's key list are marked
+// Listed, in order, and render's -o ztunnel prints them), and the
 // conversions ConvertAuthorizationPolicy and ConvertPeerAuthentication, which the conformance
 // module drives like Istio's TestRBACConvert.
 //

@@ -165,16 +165,18 @@ func (w *workload) addObjects() {
 	n := len(w.keys)
 	for i, key := range w.keys {
 		attach := fmt.Sprintf("%s (key %d of %d)", AttachmentListedPrefix, i+1, n)
-		e := w.pool.entries[key]
-		if e == nil {
-			w.res.Objects = append(w.res.Objects, w.missingObject(key, attach))
-			continue
+		var o explain.Object
+		if e := w.pool.entries[key]; e == nil {
+			o = w.missingObject(key, attach)
+		} else {
+			o = w.object(e, attach)
+			w.inEffect = append(w.inEffect, e.auth)
+			if e.ap == nil {
+				w.paInEffect = append(w.paInEffect, e.auth)
+			}
 		}
-		w.res.Objects = append(w.res.Objects, w.object(e, attach))
-		w.inEffect = append(w.inEffect, e.auth)
-		if e.ap == nil {
-			w.paInEffect = append(w.paInEffect, e.auth)
-		}
+		o.Listed = true
+		w.res.Objects = append(w.res.Objects, o)
 	}
 	for _, key := range w.pool.sortedKeys() {
 		e := w.pool.entries[key]

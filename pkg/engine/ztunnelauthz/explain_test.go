@@ -1,7 +1,6 @@
 package ztunnelauthz
 
 import (
-	"bytes"
 	"errors"
 	"slices"
 	"strings"
@@ -37,11 +36,7 @@ func section(r *explain.Result, title string) *explain.Section {
 
 func ztunnelOut(t *testing.T, r *explain.Result) string {
 	t.Helper()
-	var b bytes.Buffer
-	if err := WriteZtunnel(&b, r); err != nil {
-		t.Fatal(err)
-	}
-	return b.String()
+	return ztunnelStream(t, r)
 }
 
 func explainOne(t *testing.T, snap *model.Snapshot, q Query) *explain.Result {
@@ -333,9 +328,8 @@ func TestMissingKeyObject(t *testing.T) {
 	if len(r.Objects) != 1 || !r.Objects[0].Missing || r.Objects[0].Name != "foo/converted_peer_authentication_workload" {
 		t.Fatalf("objects: %+v", r.Objects)
 	}
-	keys, err := ZtunnelKeys(r)
-	if err != nil || len(keys) != 1 || !keys[0].Missing || keys[0].YAML != nil {
-		t.Errorf("keys: %+v %v", keys, err)
+	if !r.Objects[0].Listed || r.Objects[0].Value != nil {
+		t.Errorf("the dangling key is not a Listed object without a value: %+v", r.Objects[0])
 	}
 	if o := r.Objects[0].Origins; len(o) != 1 || o[0].Origin.Field != "spec.portLevelMtls" {
 		t.Errorf("origins: %+v", o)

@@ -14,6 +14,7 @@ import (
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/internal/golden"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/render"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/source"
 )
 
@@ -96,11 +97,7 @@ func runScenario(t *testing.T, dir string) ([]*explain.Result, string) {
 	if err != nil {
 		t.Fatalf("explain: %v", err)
 	}
-	var buf bytes.Buffer
-	if err := WriteZtunnelResults(&buf, results); err != nil {
-		t.Fatal(err)
-	}
-	return results, buf.String()
+	return results, ztunnelStream(t, results...)
 }
 
 // TestScenarios runs Explain over every testdata/scenarios/authz folder and compares the
@@ -215,4 +212,19 @@ func requireDiagnosticsWellFormed(t *testing.T, r *explain.Result) {
 	}) {
 		t.Errorf("diagnostics are not sorted")
 	}
+}
+
+// ztunnelStream is what -o ztunnel prints for the results (render's printer of the Listed
+// objects).
+func ztunnelStream(t *testing.T, results ...*explain.Result) string {
+	t.Helper()
+	p, err := render.For(render.FormatZtunnel, render.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := p.PrintList(&buf, results); err != nil {
+		t.Fatal(err)
+	}
+	return buf.String()
 }
