@@ -17,6 +17,11 @@ pure="^($mod/pkg/(cli|render|source)|github.com/spf13/cobra|github.com/charmbrac
 for p in engine/envoycluster engine/ztunnelauthz index model explain explain/diag provenance; do
   [[ -d pkg/$p ]] && check "./pkg/$p" "$pure" "engines are pure: no CLI, rendering, loading or clients"
 done
+if [[ -d pkg/meshhost ]]; then
+  bad=$(go list -deps -f '{{.ImportPath}}' ./pkg/meshhost | grep -E '^[^/]+\.[^/]+/' | grep -vx "$mod/pkg/meshhost" || true)
+  [[ -z "$bad" ]] || { echo "import rule broken (meshhost imports the standard library only):"; echo "$bad" | sed 's/^/  /'; fail=1; }
+fi
+[[ -d pkg/plan ]] && check "./pkg/plan" "^$mod/pkg/(cli|render|engine/.*)$" "the read plan sees no command, printer or engine"
 [[ -d pkg/render ]] && check "./pkg/render" "^$mod/pkg/(engine/envoycluster|index|source|model)$" "renderers see only explain.Result"
 [[ -d pkg/explain/diag ]] && check "./pkg/explain/diag" "^$mod/pkg/(engine/|index|model|source|render|cli)" "the diagnostics catalogue sees only explain and provenance"
 exit $fail

@@ -5,9 +5,9 @@ import (
 	"os"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/cli"
-	// For its init: the start of the heap on transparent huge pages, where Linux gives them on
-	// request.
-	_ "github.com/mesh-explain/kubectl-mesh-explain/pkg/hugepages"
+	// Its init also puts the start of the heap on transparent huge pages, where Linux gives
+	// them on request.
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/heaptune"
 )
 
 // startHeap is the heap a command grows to before the collector runs at its usual pace: the
@@ -15,6 +15,6 @@ import (
 const startHeap = 32 << 20
 
 func main() {
-	cli.AdjustStartingHeap(startHeap)
+	heaptune.AdjustStartingHeap(startHeap)
 	os.Exit(cli.Main(os.Args[1:], cli.StdStreams()))
 }

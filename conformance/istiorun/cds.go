@@ -23,6 +23,8 @@ import (
 	"istio.io/istio/pkg/config/constants"
 	pm "istio.io/istio/pkg/model"
 	"istio.io/istio/pkg/test"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/meshhost"
 )
 
 // ProxyIstioVersion is the ISTIO_VERSION the client proxy reports.
@@ -32,25 +34,13 @@ const ProxyIstioVersion = "1.30.0"
 // when no --from is given.
 const DefaultProxyIP = "10.255.255.1"
 
-// ResolveHost turns the host typed on the command line into a hostname, as the CLI does: the
-// host as typed, then its Kubernetes expansion (NAME → NAME.NS.svc.<domain>, `name.ns` and
-// `name.ns.svc` → …svc.<domain>); the first that names a Service or ServiceEntry host wins,
-// else the most specific wildcard ServiceEntry host covering it, else the last candidate.
+// ResolveHost turns the host typed on the command line into a hostname, as the CLI does: of the
+// host as typed and its Kubernetes expansion (meshhost.Candidates), the first that names a
+// Service or ServiceEntry host wins, else the most specific wildcard ServiceEntry host covering
+// it, else the last candidate.
 func (sc *Scenario) ResolveHost(typed, ns string) string {
 	h := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(typed)), ".")
-	cands := []string{h}
-	if !strings.HasPrefix(h, "*") {
-		switch dots := strings.Count(h, "."); {
-		case dots == 0:
-			cands = append(cands, h+"."+ns+".svc."+DomainSuffix)
-		case strings.HasSuffix(h, ".svc"):
-			cands = append(cands, h+"."+DomainSuffix)
-		case strings.HasSuffix(h, ".svc.cluster"):
-			cands = append(cands, h+".local")
-		case dots == 1:
-			cands = append(cands, h+".svc."+DomainSuffix)
-		}
-	}
+	cands := meshhost.Candidates(h, ns)
 	known := sc.Hostnames()
 	for _, c := range cands {
 		if known[c] {

@@ -21,6 +21,9 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/plan"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/source"
 )
 
 // BareUserAgent is the User-Agent of the bare reads, so the API server's audit log tells them
@@ -63,14 +66,6 @@ var bareKinds = []bareKind{
 	{"EnvoyFilter", "/apis/networking.istio.io/v1alpha3", "envoyfilters", false, acceptJSON},
 	{"PeerAuthentication", "/apis/security.istio.io/v1", "peerauthentications", false, acceptJSON},
 	{"AuthorizationPolicy", "/apis/security.istio.io/v1", "authorizationpolicies", false, acceptJSON},
-}
-
-// read is one kind to read: nil Namespaces means all namespaces, and names are objects got by
-// name in them instead of a list (source.Read).
-type read struct {
-	kind       string
-	namespaces []string
-	names      []string
 }
 
 // pluginArgs is the part of a plugin command line that decides its reads.
@@ -129,81 +124,45 @@ func parsePluginArgs(args []string) (pluginArgs, error) {
 	return a, nil
 }
 
-// planFor returns the reads the plugin plans for a command line: pkg/cli/cluster.go
-// clusterPlan.reads and pkg/cli/authz.go AuthzOptions.reads, for a cluster whose mesh
-// ConfigMap names --istio-namespace as the root namespace (the generated mesh does).
-func planFor(a pluginArgs) ([]read, error) {
+// planFor returns the reads the plugin plans for a command line, from the plugin's own plan
+// (pkg/plan Cluster.Reads and Authz.Reads), for a cluster whose mesh ConfigMap names
+// --istio-namespace as the root namespace (the generated mesh does).
+func planFor(a pluginArgs) ([]source.Read, error) {
 	root := a.istioNamespace
 	switch a.verb {
 	case "cluster":
-		client, podNs := a.namespace, ""
+		host, _, _ := strings.Cut(strings.ToLower(a.target), ":")
+		q := plan.ClusterQuery{Host: host, Namespace: a.namespace, ClientNamespace: a.namespace}
 		if kind, name, ok := strings.Cut(a.from, "/"); ok {
 			switch kind {
 			case "pod", "pods", "po":
-				podNs = a.namespace
+				q.ClientPod = name
 			case "namespace", "namespaces", "ns":
-				client = name
+				q.ClientNamespace = name
 			}
 		}
-		svcNs := serviceNamespace(strings.ToLower(a.target), a.namespace)
-		lookup := sortedNamespaces(client, root, svcNs)
-		workloads := sortedNamespaces(podNs, svcNs)
-		return []read{
-			{kind: "DestinationRule", namespaces: lookup},
-			{kind: "Sidecar", namespaces: lookup},
-			{kind: "PeerAuthentication", namespaces: lookup},
-			{kind: "EnvoyFilter", namespaces: sortedNamespaces(client, root)},
-			{kind: "Namespace", namespaces: sortedNamespaces(client, root, svcNs)},
-			{kind: "Service", namespaces: workloads},
-			{kind: "Pod", namespaces: workloads},
-			{kind: "ServiceEntry", namespaces: nil},
-			{kind: "WorkloadEntry", namespaces: nil},
-			{kind: "VirtualService", namespaces: nil},
-		}, nil
+		return plan.NewCluster(q, source.Spec{}, root, true, false).Reads(), nil
 	case "authz":
-		ns := a.namespace
-		pods := read{kind: "Pod", namespaces: sortedNamespaces(ns)}
-		if kind, name, ok := strings.Cut(a.target, "/"); ok && a.selector == "" && (kind == "pod" || kind == "pods" || kind == "po") {
-			// pod/NAME is got by name (AuthzOptions.reads).
-			pods.names = []string{name}
+		q := plan.AuthzQuery{Namespace: a.namespace, Selector: a.selector}
+		if kind, name, ok := strings.Cut(a.target, "/"); ok && a.selector == "" {
+			switch kind {
+			case "pod", "pods", "po":
+				q.Kind, q.Name = "pod", name
+			case "deployment", "deployments", "deploy":
+				q.Kind, q.Name = "deployment", name
+			}
 		}
-		reads := []read{
-			{kind: "Namespace", namespaces: sortedNamespaces(ns, root)},
-			pods,
-			{kind: "PeerAuthentication", namespaces: sortedNamespaces(ns, root)},
-			{kind: "AuthorizationPolicy", namespaces: sortedNamespaces(ns, root)},
-			{kind: "Service", namespaces: sortedNamespaces(ns)},
-		}
-		if strings.HasPrefix(a.target, "deployment/") || strings.HasPrefix(a.target, "deploy/") {
-			reads = append(reads, read{kind: "Deployment", namespaces: sortedNamespaces(ns)})
-		}
-		return reads, nil
+		return plan.NewAuthz(q, source.Spec{}, root, true).Reads(), nil
 	}
 	return nil, fmt.Errorf("unknown command %q (want cluster or authz)", a.verb)
 }
 
-// serviceNamespace is pkg/cli serviceNamespace: the namespace a Kubernetes service host names.
-func serviceNamespace(host, ns string) string {
-	if strings.HasPrefix(host, "*") {
-		return ""
-	}
-	labels := strings.Split(host, ".")
-	switch {
-	case len(labels) == 1:
-		return ns
-	case len(labels) == 2:
-		return labels[1]
-	case len(labels) >= 3 && labels[2] == "svc":
-		return labels[1]
-	}
-	return ""
-}
-
-func sortedNamespaces(nss ...string) []string {
+// sortedNames is a sorted, de-duplicated list without empty names.
+func sortedNames(names ...string) []string {
 	out := []string{}
-	for _, ns := range nss {
-		if ns != "" {
-			out = append(out, ns)
+	for _, n := range names {
+		if n != "" {
+			out = append(out, n)
 		}
 	}
 	slices.Sort(out)
@@ -225,23 +184,23 @@ type bareTask struct {
 // tasksFor turns reads into requests the way pkg/source planReads does: one task per kind and
 // namespace in kind-table order, a get per named Namespace, a get per name in a namespace no
 // read of the kind lists, then the get of the mesh ConfigMap.
-func tasksFor(reads []read, istioNamespace string) []*bareTask {
+func tasksFor(reads []source.Read, istioNamespace string) []*bareTask {
 	nss := map[string][]string{}
 	names := map[string]map[string][]string{}
 	all := map[string]bool{}
 	for _, r := range reads {
 		switch {
-		case r.namespaces == nil:
-			all[r.kind] = true
-		case r.names != nil:
-			for _, ns := range r.namespaces {
-				if names[r.kind] == nil {
-					names[r.kind] = map[string][]string{}
+		case r.Namespaces == nil:
+			all[r.Kind] = true
+		case r.Names != nil:
+			for _, ns := range r.Namespaces {
+				if names[r.Kind] == nil {
+					names[r.Kind] = map[string][]string{}
 				}
-				names[r.kind][ns] = append(names[r.kind][ns], r.names...)
+				names[r.Kind][ns] = append(names[r.Kind][ns], r.Names...)
 			}
 		default:
-			nss[r.kind] = append(nss[r.kind], r.namespaces...)
+			nss[r.Kind] = append(nss[r.Kind], r.Namespaces...)
 		}
 	}
 	var tasks []*bareTask
@@ -270,7 +229,7 @@ func tasksFor(reads []read, istioNamespace string) []*bareTask {
 			if ns == "" || slices.Contains(list, ns) {
 				continue
 			}
-			for _, name := range sortedNamespaces(names[k.kind][ns]...) {
+			for _, name := range sortedNames(names[k.kind][ns]...) {
 				tasks = append(tasks, &bareTask{kind: k, path: k.prefix + "/namespaces/" + ns + "/" + k.resource + "/" + name, get: true})
 			}
 		}
@@ -319,12 +278,12 @@ func bareReads(args []string) error {
 	base := strings.TrimSuffix(cfg.Host, "/")
 
 	// The plugin reads in two phases: the planned kinds and the mesh ConfigMap, then (cluster
-	// only) the Nodes of the pods that matter, one get each (pkg/cli/cluster.go loadNodes).
+	// only) the Nodes of the pods that matter, one get each (pkg/plan Cluster.Load).
 	phases := [][]*bareTask{tasksFor(reads, pa.istioNamespace)}
 	if len(nodes) > 0 {
 		node := bareKind{kind: "Node", prefix: "/api/v1", resource: "nodes", cluster: true, accept: acceptProtobuf}
 		var gets []*bareTask
-		for _, n := range sortedNamespaces(nodes...) {
+		for _, n := range sortedNames(nodes...) {
 			gets = append(gets, &bareTask{kind: node, path: "/api/v1/nodes/" + n, get: true})
 		}
 		phases = append(phases, gets)

@@ -22,7 +22,7 @@ import (
 	"github.com/mesh-explain/kubectl-mesh-explain/hack/meshgen/gen"
 	// As in the plugin: the bare-reads client starts its heap as the plugin does, so the ratio
 	// of the two compares the work after the start, not how each process starts.
-	_ "github.com/mesh-explain/kubectl-mesh-explain/pkg/hugepages"
+	_ "github.com/mesh-explain/kubectl-mesh-explain/pkg/heaptune"
 )
 
 func main() {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -13,6 +12,7 @@ import (
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/ztunnelauthz"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/plan"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/render"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/source"
 )
@@ -37,12 +37,8 @@ type AuthzOptions struct {
 	Explain func(*model.Snapshot, ztunnelauthz.Query) ([]*explain.Result, error)
 
 	query   ztunnelauthz.Query
-	root    string
-	rootSet bool
-	spec    source.Spec
+	plan    *plan.Authz
 	printer render.Printer
-	// listPods: list the pods of -n even for pod/NAME (after the pod was not found by name).
-	listPods bool
 }
 
 // NewCmdAuthz returns the `authz` command. runF replaces Run in tests (nil: Run).
@@ -150,8 +146,8 @@ func (o *AuthzOptions) Complete(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	o.root, o.rootSet = firstNonEmpty(root, o.IstioNamespace), root != ""
-	o.spec = o.sourceSpec(ns)
+	q := plan.AuthzQuery{Namespace: ns, Kind: o.query.Workload.Kind, Name: o.query.Workload.Name, Selector: o.query.Selector}
+	o.plan = plan.NewAuthz(q, o.sourceSpec(ns), firstNonEmpty(root, o.IstioNamespace), root != "")
 	return nil
 }
 
@@ -160,71 +156,14 @@ func (o *AuthzOptions) Validate(cmd *cobra.Command) error {
 	return o.CommonOptions.Validate(cmd)
 }
 
-// reads is what `authz` reads from a cluster: the workload's and the root namespace's
-// Namespace objects (ambient enrolment, by get), the pod of pod/NAME (by get) or the pods (and
-// deployments) of -n, the PeerAuthentications and AuthorizationPolicies of -n and the root
-// namespace, and the Services of -n (waypoint and service-targeted policies).
-func (o *AuthzOptions) reads(root string) []source.Read {
-	ns := o.query.Namespace
-	pods := source.Read{Kind: source.KindPod, Namespaces: namespaces(ns)}
-	if o.podByName() {
-		pods.Names = []string{o.query.Workload.Name}
-	}
-	reads := []source.Read{
-		{Kind: source.KindNamespace, Namespaces: namespaces(ns, root)},
-		pods,
-		{Kind: source.KindPeerAuthentication, Namespaces: namespaces(ns, root)},
-		{Kind: source.KindAuthorizationPolicy, Namespaces: namespaces(ns, root)},
-		{Kind: source.KindService, Namespaces: namespaces(ns)},
-	}
-	if o.query.Workload.Kind == "deployment" {
-		reads = append(reads, source.Read{Kind: source.KindDeployment, Namespaces: namespaces(ns)})
-	}
-	return reads
-}
-
-// load reads the planned kinds, and reads again when MeshConfig names another root namespace
-// than the one assumed. Files are filtered by the same plan and go through the same
-// correction, so files and a cluster with the same objects give the same snapshot.
-func (o *AuthzOptions) load(ctx context.Context) (*model.Snapshot, error) {
-	root := o.root
-	for {
-		snap, err := o.Load(ctx, o.planned(o.spec, o.reads(root)))
-		if err != nil || o.rootSet || snap.RootNamespace() == root {
-			return snap, err
-		}
-		root = snap.RootNamespace()
-		o.rootSet = true
-	}
-}
-
-// podByName reports whether the query is pod/NAME, read by name rather than by listing the
-// pods of its namespace.
-func (o *AuthzOptions) podByName() bool {
-	return o.query.Selector == "" && o.query.Workload.Kind == "pod" && !o.listPods
-}
-
-// Run loads the snapshot, explains the workload(s) and prints the results.
+// Run plans the reads, loads the snapshot, explains the workload(s) and prints the results.
 func (o *AuthzOptions) Run(ctx context.Context) error {
-	snap, results, err := o.loadAndExplain(ctx)
-	if notFound := (*explain.NotFoundError)(nil); snap != nil && errors.As(err, &notFound) && o.podByName() {
-		// The pod read by name is not there: read again, listing its namespace, so that the
-		// error lists the pods that are.
-		o.listPods = true
-		snap, results, err = o.loadAndExplain(ctx)
-	}
-	if snap == nil {
-		return err
-	}
+	snap, results, err := o.plan.Answer(ctx, o.loader(o.Load), func(snap *model.Snapshot) ([]*explain.Result, error) {
+		return o.Explain(snap, o.query)
+	})
 	printed := reportIssues(o.ErrOut, snap)
 	if err != nil {
 		return err
-	}
-	if len(results) == 0 {
-		if o.query.Selector != "" {
-			return &explain.NotFoundError{What: fmt.Sprintf("pods matching %q in namespace %s", o.query.Selector, o.query.Namespace)}
-		}
-		return &explain.NotFoundError{What: fmt.Sprintf("%s/%s in namespace %s", o.query.Workload.Kind, o.query.Workload.Name, o.query.Namespace)}
 	}
 	if o.Output == FormatZtunnel {
 		for _, r := range results {
@@ -235,70 +174,6 @@ func (o *AuthzOptions) Run(ctx context.Context) error {
 		return o.printer.Print(o.Out, results[0])
 	}
 	return o.printer.PrintList(o.Out, results)
-}
-
-// loadAndExplain loads the snapshot and explains the query. A load that fails, and a snapshot
-// that cannot answer (its other issues reported), give no snapshot and the error.
-func (o *AuthzOptions) loadAndExplain(ctx context.Context) (*model.Snapshot, []*explain.Result, error) {
-	snap, err := o.load(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := o.unanswerable(snap); err != nil {
-		reportIssues(o.ErrOut, withoutRequired(snap))
-		return nil, nil, err
-	}
-	results, err := o.Explain(snap, o.query)
-	return snap, results, err
-}
-
-// requiredKinds are the kinds without which no ztunnel policy can be explained: the
-// PeerAuthentications decide the mTLS policy and the AuthorizationPolicies the rest, and a
-// missing one may change any of it.
-var requiredKinds = []requiredKind{
-	{source.KindPeerAuthentication, "PeerAuthentications"},
-	{source.KindAuthorizationPolicy, "AuthorizationPolicies"},
-}
-
-type requiredKind struct{ kind, plural string }
-
-// unanswerable returns the error for a snapshot that lacks a required kind: `cannot explain
-// ztunnel policy for pod foo/a: PeerAuthentications could not be read (forbidden: ...)`.
-func (o *AuthzOptions) unanswerable(snap *model.Snapshot) error {
-	var missing []string
-	for _, k := range requiredKinds {
-		if why, ok := snap.Incomplete[k.kind]; ok {
-			missing = append(missing, fmt.Sprintf("%s could not be read (%s)", k.plural, why))
-		}
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	return fmt.Errorf("cannot explain ztunnel policy for %s: %s", o.subject(), strings.Join(missing, "; "))
-}
-
-// subject names what was asked about: pod foo/a, deployment foo/web, or the pods of a selector.
-func (o *AuthzOptions) subject() string {
-	if o.query.Selector != "" {
-		return fmt.Sprintf("pods matching %q in namespace %s", o.query.Selector, o.query.Namespace)
-	}
-	return fmt.Sprintf("%s %s/%s", o.query.Workload.Kind, o.query.Namespace, o.query.Workload.Name)
-}
-
-// withoutRequired returns snap without the load issues that say a required kind could not be
-// read (the error says it already).
-func withoutRequired(snap *model.Snapshot) *model.Snapshot {
-	required := func(kind string) bool {
-		return slices.ContainsFunc(requiredKinds, func(r requiredKind) bool { return r.kind == kind })
-	}
-	out := *snap
-	out.Issues = nil
-	for _, is := range snap.Issues {
-		if !slices.ContainsFunc(is.Incomplete, required) {
-			out.Issues = append(out.Issues, is)
-		}
-	}
-	return &out
 }
 
 // parseWorkload parses pod/NAME or deployment/NAME (kubectl's short forms allowed).

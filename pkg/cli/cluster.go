@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -12,8 +11,8 @@ import (
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/envoycluster"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
-	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/plan"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/render"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/source"
 )
@@ -42,8 +41,7 @@ type ClusterOptions struct {
 	Explain func(*model.Snapshot, envoycluster.Query) (*explain.Result, error)
 
 	query   envoycluster.Query
-	plan    clusterPlan
-	spec    source.Spec
+	plan    *plan.Cluster
 	printer render.Printer
 }
 
@@ -169,12 +167,7 @@ func (o *ClusterOptions) Complete(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	o.spec = o.sourceSpec(ns)
-	o.spec.DestinationRuleInFull = rulesInFull(o.query)
-	o.spec.VirtualServiceNeeded = virtualServicesNeeded(o.query)
-	o.plan = newClusterPlan(o.query, firstNonEmpty(root, o.IstioNamespace))
-	o.plan.rootKnown = root != ""
-	o.plan.allDestinationRules = o.AllNamespaces
+	o.plan = plan.NewCluster(clusterPlanQuery(o.query), o.sourceSpec(ns), firstNonEmpty(root, o.IstioNamespace), root != "", o.AllNamespaces)
 	return nil
 }
 
@@ -189,33 +182,14 @@ func (o *ClusterOptions) Validate(cmd *cobra.Command) error {
 	return nil
 }
 
-// Run loads the snapshot, explains the host and prints the result.
+// Run plans the reads, loads the snapshot, explains the host and prints the result.
 func (o *ClusterOptions) Run(ctx context.Context) error {
-	snap, err := o.load(ctx)
-	if err != nil {
-		return err
-	}
-	res, err := o.Explain(snap, o.query)
-	var nf *explain.NotFoundError
-	if errors.As(err, &nf) && !o.plan.allServices {
-		// The minimal reads did not find the host: read every Service so the engine can
-		// suggest the nearest one.
-		o.plan.allServices = true
-		if wide, lerr := o.load(ctx); lerr == nil {
-			snap = wide
-			res, err = o.Explain(snap, o.query)
-		}
-	}
+	snap, res, err := o.plan.Answer(ctx, o.loader(o.Load), func(snap *model.Snapshot) (*explain.Result, error) {
+		return o.Explain(snap, o.query)
+	})
 	printed := reportIssues(o.ErrOut, snap)
 	if err != nil {
 		return err
-	}
-	if res == nil {
-		return errors.New("the cluster engine returned no result")
-	}
-	if why, ok := snap.Incomplete[source.KindNode]; ok {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("locality is unknown for some pods: Nodes could not be read (%s); "+
-			"locality load balancing (distribute, failover) may differ from what istiod pushes", why))
 	}
 	if o.Output == render.FormatEnvoy {
 		reportWarnings(o.ErrOut, res.Warnings, printed)
@@ -223,221 +197,16 @@ func (o *ClusterOptions) Run(ctx context.Context) error {
 	return o.printer.Print(o.Out, res)
 }
 
-// load reads the planned kinds. Reads are planned from guesses (the root namespace, the
-// namespace of a ServiceEntry host); when the snapshot proves a guess wrong, the plan is
-// corrected and read again. Files are filtered by the same plan and go through the same
-// corrections, so files and a cluster with the same objects give the same snapshot. Once the
-// plan settles, the Nodes of the pods that matter are read (loadNodes).
-func (o *ClusterOptions) load(ctx context.Context) (*model.Snapshot, error) {
-	// A correction only adds namespaces or fixes the root namespace, so it settles after one
-	// more read; the bound guards against a cluster that changes between reads.
-	const maxReads = 3
-	for i := 1; ; i++ {
-		snap, err := o.Load(ctx, o.planned(o.spec, o.plan.reads()))
-		if err != nil {
-			return snap, err
-		}
-		next := o.plan.refine(snap, o.query)
-		if next.equal(o.plan) || i == maxReads {
-			return o.loadNodes(ctx, snap)
-		}
-		o.plan = next
-	}
-}
-
-// loadNodes is the second read phase. istiod takes a pod's locality from the topology labels
-// of the Node it runs on (the kube controller's getPodLocality), for the client sidecar and for
-// the endpoints alike, so the Nodes of the client pod and of the pods the host's Services and
-// ServiceEntries select are read, once those pods are known: one get per node name, run
-// concurrently by the loader, and nothing else. Files are filtered by the same reads. A node
-// that does not exist is simply absent; a read that is refused or fails leaves the locality of
-// the pods on it unknown, with a warning, and the explanation goes on.
-func (o *ClusterOptions) loadNodes(ctx context.Context, snap *model.Snapshot) (*model.Snapshot, error) {
-	names := nodeNames(snap, o.query)
-	if len(names) == 0 {
-		return snap, nil
-	}
-	nodes, err := o.Load(ctx, o.planned(o.spec, []source.Read{{Kind: source.KindNode, Namespaces: names}}))
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, err
-		}
-		msg := fmt.Sprintf("cannot get nodes/%s: %v; locality unknown for the pods on them", strings.Join(names, ", nodes/"), err)
-		nodes = &model.Snapshot{
-			Issues:     []model.LoadIssue{{Severity: "warning", Message: msg, Incomplete: []string{source.KindNode}}},
-			Incomplete: map[string]string{source.KindNode: msg},
-		}
-	}
-	mergeNodes(snap, nodes)
-	return snap, nil
-}
-
-// nodeNames returns the nodes, sorted, of the client pod (--from pod/NAME) and of the pods the
-// host's Services (spec.selector) and ServiceEntries (workloadSelector) select, except those
-// the snapshot already holds.
-func nodeNames(snap *model.Snapshot, q envoycluster.Query) []string {
-	type selector struct {
-		namespace string
-		labels    map[string]string
-	}
-	var selectors []selector
-	candidates := hostCandidates(q.Host, q.Namespace)
-	for _, svc := range snap.Services {
-		if len(svc.Spec.Selector) > 0 && slices.Contains(candidates, svc.Name+"."+svc.Namespace+".svc.cluster.local") {
-			selectors = append(selectors, selector{svc.Namespace, svc.Spec.Selector})
-		}
-	}
-	for _, se := range snap.ServiceEntries {
-		ws := se.Spec.GetWorkloadSelector().GetLabels()
-		if len(ws) > 0 && slices.ContainsFunc(se.Spec.GetHosts(), func(h string) bool {
-			return slices.ContainsFunc(candidates, func(c string) bool { return hostMatches(h, c) })
-		}) {
-			selectors = append(selectors, selector{se.Namespace, ws})
-		}
-	}
-	var out []string
-	for _, pod := range snap.Pods {
-		node := pod.Spec.NodeName
-		if node == "" || snap.Node(node) != nil {
-			continue
-		}
-		wanted := q.From.Kind == envoycluster.ProxyPod && pod.Namespace == q.From.Namespace && pod.Name == q.From.Name
-		for _, sel := range selectors {
-			if wanted {
-				break
-			}
-			wanted = pod.Namespace == sel.namespace && labelsMatch(sel.labels, pod.Labels)
-		}
-		if wanted {
-			out = append(out, node)
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
-// labelsMatch is a Kubernetes equality selector: every label of sel is set to the same value.
-func labelsMatch(sel, labels map[string]string) bool {
-	for k, v := range sel {
-		if got, ok := labels[k]; !ok || got != v {
-			return false
-		}
-	}
-	return true
-}
-
-// mergeNodes adds what the node read found to snap: the Nodes snap does not hold yet, their
-// sources, and the load issues about Nodes (a node load of files reads the files again, so
-// their other issues are already in snap).
-func mergeNodes(snap, nodes *model.Snapshot) {
-	for _, n := range nodes.Nodes {
-		if snap.Node(n.Name) != nil {
-			continue
-		}
-		snap.Nodes = append(snap.Nodes, n)
-		key := model.ObjectKey{Kind: source.KindNode, Name: n.Name}
-		if src, ok := nodes.Sources[key]; ok {
-			if snap.Sources == nil {
-				snap.Sources = map[model.ObjectKey]model.Source{}
-			}
-			snap.Sources[key] = src
-		}
-	}
-	snap.Sort()
-	for _, is := range nodes.Issues {
-		about := slices.Contains(is.Incomplete, source.KindNode) || (is.Resource != nil && is.Resource.Kind == source.KindNode)
-		if about && !slices.ContainsFunc(snap.Issues, func(x model.LoadIssue) bool { return issueLine(x) == issueLine(is) }) {
-			snap.Issues = append(snap.Issues, is)
-		}
-	}
-	if why, ok := nodes.Incomplete[source.KindNode]; ok {
-		if snap.Incomplete == nil {
-			snap.Incomplete = map[string]string{}
-		}
-		snap.Incomplete[source.KindNode] = why
-	}
-}
-
-// clusterPlan is what `cluster` reads from a cluster (and keeps of files). DestinationRule
-// lookup only consults the client namespace, the service namespace and the root namespace
-// (istiod pilot/pkg/model/push_context.go destinationRule), so DestinationRules, Sidecars,
-// PeerAuthentications and EnvoyFilters are read there only; Services and Pods where the service
-// and the client pod live; ServiceEntries, WorkloadEntries and VirtualServices everywhere (a
-// host may be defined, and a subset routed to, from any namespace). With -A DestinationRules
-// are read everywhere, for the rules no lookup reaches (D2).
-type clusterPlan struct {
-	root                string
-	rootKnown           bool
-	clientNamespace     string
-	podNamespace        string
-	serviceNamespaces   []string
-	allServices         bool
-	allDestinationRules bool
-}
-
-func newClusterPlan(q envoycluster.Query, root string) clusterPlan {
-	p := clusterPlan{root: root, clientNamespace: q.Namespace}
+// clusterPlanQuery is what of q decides the reads.
+func clusterPlanQuery(q envoycluster.Query) plan.ClusterQuery {
+	pq := plan.ClusterQuery{Host: q.Host, Namespace: q.Namespace, ClientNamespace: q.Namespace}
 	switch q.From.Kind {
 	case envoycluster.ProxyPod:
-		p.clientNamespace = q.From.Namespace
-		p.podNamespace = q.From.Namespace
+		pq.ClientNamespace, pq.ClientPod = q.From.Namespace, q.From.Name
 	case envoycluster.ProxyNamespace:
-		p.clientNamespace = q.From.Namespace
+		pq.ClientNamespace = q.From.Namespace
 	}
-	p.serviceNamespaces = namespaces(serviceNamespace(q.Host, q.Namespace))
-	return p
-}
-
-func (p clusterPlan) reads() []source.Read {
-	lookup := namespaces(append([]string{p.clientNamespace, p.root}, p.serviceNamespaces...)...)
-	workloads := namespaces(append([]string{p.podNamespace}, p.serviceNamespaces...)...)
-	services := workloads
-	if p.allServices {
-		services = nil
-	}
-	drs := lookup
-	if p.allDestinationRules {
-		drs = nil
-	}
-	reads := []source.Read{
-		{Kind: source.KindDestinationRule, Namespaces: drs},
-		{Kind: source.KindSidecar, Namespaces: lookup},
-		{Kind: source.KindPeerAuthentication, Namespaces: lookup},
-		{Kind: source.KindEnvoyFilter, Namespaces: namespaces(p.clientNamespace, p.root)},
-		{Kind: source.KindNamespace, Namespaces: namespaces(append([]string{p.clientNamespace, p.root}, p.serviceNamespaces...)...)},
-		{Kind: source.KindService, Namespaces: services},
-		{Kind: source.KindPod, Namespaces: workloads},
-		{Kind: source.KindServiceEntry},
-		{Kind: source.KindWorkloadEntry},
-		{Kind: source.KindVirtualService},
-	}
-	return reads
-}
-
-// refine corrects the plan with what a snapshot shows: the root namespace MeshConfig sets, and
-// the namespaces of ServiceEntries that define the host.
-func (p clusterPlan) refine(snap *model.Snapshot, q envoycluster.Query) clusterPlan {
-	next := p
-	if !p.rootKnown {
-		next.root = snap.RootNamespace()
-	}
-	svc := append([]string(nil), p.serviceNamespaces...)
-	candidates := hostCandidates(q.Host, q.Namespace)
-	for _, se := range snap.ServiceEntries {
-		for _, h := range se.Spec.GetHosts() {
-			if slices.ContainsFunc(candidates, func(c string) bool { return hostMatches(h, c) }) {
-				svc = append(svc, se.Namespace)
-			}
-		}
-	}
-	next.serviceNamespaces = namespaces(svc...)
-	return next
-}
-
-func (p clusterPlan) equal(q clusterPlan) bool {
-	return p.root == q.root && p.clientNamespace == q.clientNamespace && p.podNamespace == q.podNamespace &&
-		p.allServices == q.allServices && p.allDestinationRules == q.allDestinationRules &&
-		slices.Equal(p.serviceNamespaces, q.serviceNamespaces)
+	return pq
 }
 
 // parseHostPort splits HOST[:PORT]. A host cannot contain a colon, so the last colon
@@ -466,71 +235,6 @@ func validateHost(h string) error {
 		return errors.New("a host is a name, not a path or URL")
 	}
 	return nil
-}
-
-// serviceNamespace returns the namespace of a Kubernetes service host: the -n namespace for a
-// short name, `ns` for `name.ns`, `name.ns.svc` and `name.ns.svc.<domain>`; "" for any other
-// host (a ServiceEntry host, whose namespace is found from the ServiceEntries).
-func serviceNamespace(host, ns string) string {
-	if strings.HasPrefix(host, "*") {
-		return ""
-	}
-	labels := strings.Split(host, ".")
-	switch {
-	case len(labels) == 1:
-		return ns
-	case len(labels) == 2:
-		return labels[1]
-	case len(labels) >= 3 && labels[2] == "svc":
-		return labels[1]
-	}
-	return ""
-}
-
-// hostCandidates are the names a host may be defined under: as typed, and expanded to the
-// Kubernetes FQDN in the default cluster domain.
-func hostCandidates(host, ns string) []string {
-	out := []string{host}
-	labels := strings.Split(host, ".")
-	switch {
-	case strings.HasPrefix(host, "*"):
-	case len(labels) == 1:
-		out = append(out, host+"."+ns+".svc.cluster.local")
-	case len(labels) == 2:
-		out = append(out, host+".svc.cluster.local")
-	case len(labels) == 3 && labels[2] == "svc":
-		out = append(out, host+".cluster.local")
-	}
-	return out
-}
-
-// rulesInFull is source.Spec.DestinationRuleInFull for the host q explains: a live
-// DestinationRule that cannot apply to the host (index.RuleMayApply) is read in its lookup
-// fields only, which is all the explanation reads of it.
-func rulesInFull(q envoycluster.Query) func(namespace, host string) bool {
-	return func(namespace, host string) bool {
-		return index.RuleMayApply(q.Host, q.Namespace, host, namespace)
-	}
-}
-
-// virtualServicesNeeded is source.Spec.VirtualServiceNeeded for the host q explains: a live
-// VirtualService that has no route destination for the host (index.VirtualServiceFilter)
-// changes nothing in its explanation, and is left out undecoded.
-func virtualServicesNeeded(q envoycluster.Query) func(listed []byte) bool {
-	return index.VirtualServiceFilter(q.Host)
-}
-
-// hostMatches reports whether the ServiceEntry host h defines host: the same name, or a
-// wildcard `*.suffix` covering it.
-func hostMatches(h, host string) bool {
-	h = strings.ToLower(h)
-	if h == host {
-		return true
-	}
-	if strings.HasPrefix(h, "*") {
-		return strings.HasSuffix(host, h[1:])
-	}
-	return false
 }
 
 // parseFrom parses --from: pod/NAME (a pod in ns), namespace/NS, or "" (a sidecar in ns).

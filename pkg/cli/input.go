@@ -10,11 +10,12 @@ import (
 	"strings"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/plan"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/source"
 )
 
 // LoadFunc is source.Load; tests replace it to see the planned reads.
-type LoadFunc func(context.Context, source.Spec) (*model.Snapshot, error)
+type LoadFunc = plan.Loader
 
 // sourceSpec returns the source.Spec of the shared flags, without Reads. In files-only mode
 // it carries no Getter, so nothing can reach a cluster or read a kubeconfig. File objects are
@@ -43,18 +44,19 @@ func (o *CommonOptions) sourceSpec(namespace string) source.Spec {
 	return s
 }
 
-// planned returns spec with the planned reads. Standard input is read once and handed to every
-// load afresh: a plan corrected after a load loads the files again.
-func (o *CommonOptions) planned(spec source.Spec, reads []source.Read) source.Spec {
-	spec.Reads = reads
-	if spec.Stdin != nil && slices.Contains(spec.Files, "-") {
-		if o.stdin == nil {
-			data, err := io.ReadAll(spec.Stdin)
-			o.stdin = &stdinCopy{data: data, err: err}
+// loader is load with standard input read once and handed to every load afresh: a plan
+// corrected after a load loads the files again.
+func (o *CommonOptions) loader(load LoadFunc) plan.Loader {
+	return func(ctx context.Context, spec source.Spec) (*model.Snapshot, error) {
+		if spec.Stdin != nil && slices.Contains(spec.Files, "-") {
+			if o.stdin == nil {
+				data, err := io.ReadAll(spec.Stdin)
+				o.stdin = &stdinCopy{data: data, err: err}
+			}
+			spec.Stdin = o.stdin.reader()
 		}
-		spec.Stdin = o.stdin.reader()
+		return load(ctx, spec)
 	}
-	return spec
 }
 
 // stdinCopy is standard input as read the first time.
@@ -95,19 +97,6 @@ func (o *CommonOptions) meshRootNamespace() (string, error) {
 	return "", nil
 }
 
-// namespaces is a sorted, de-duplicated namespace list for a source.Read; it is never nil
-// (nil means all namespaces to the loader). Empty names are dropped.
-func namespaces(nss ...string) []string {
-	out := []string{}
-	for _, ns := range nss {
-		if ns != "" {
-			out = append(out, ns)
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
 // reportIssues prints the snapshot's load issues to w as `warning: ...` lines.
 func reportIssues(w io.Writer, snap *model.Snapshot) []string {
 	if snap == nil {
@@ -115,27 +104,11 @@ func reportIssues(w io.Writer, snap *model.Snapshot) []string {
 	}
 	var printed []string
 	for _, is := range snap.Issues {
-		line := issueLine(is)
+		line := is.String()
 		printed = append(printed, is.Message)
 		fmt.Fprintf(w, "warning: %s\n", line)
 	}
 	return printed
-}
-
-// issueLine spells a load issue: `file:line:col: Kind ns/name: field: message`.
-func issueLine(is model.LoadIssue) string {
-	var parts []string
-	if is.Position != nil {
-		parts = append(parts, is.Position.String())
-	}
-	if is.Resource != nil {
-		parts = append(parts, is.Resource.String())
-	}
-	if is.Field != "" {
-		parts = append(parts, is.Field)
-	}
-	parts = append(parts, is.Message)
-	return strings.Join(parts, ": ")
 }
 
 // reportWarnings prints result warnings to w, except those already printed as load issues.

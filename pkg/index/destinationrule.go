@@ -11,6 +11,7 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/meshhost"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
 
@@ -52,7 +53,7 @@ func (ix *Index) drsCovering(host string) []*drInfo {
 	exact := ix.drsByHost[host]
 	var wild []*drInfo
 	for _, d := range ix.wildcardDRs {
-		if d.host != host && wildcardCovers(d.host, host) {
+		if d.host != host && meshhost.Name(host).SubsetOf(meshhost.Name(d.host)) {
 			wild = append(wild, d)
 		}
 	}
@@ -136,7 +137,7 @@ func (ix *Index) buildDestinationRules() {
 	ix.drIx = drIndex{local: map[string]*drTable{}, exported: map[string]*drTable{}, rootLocal: newDRTable()}
 	ix.drsByHost = map[string][]*drInfo{}
 	for _, obj := range sorted {
-		d := &drInfo{obj: obj, ref: drRef(obj), ns: obj.Namespace, host: resolveShortname(obj.Spec.GetHost(), obj.Namespace), exportTo: map[string]bool{}}
+		d := &drInfo{obj: obj, ref: drRef(obj), ns: obj.Namespace, host: meshhost.ResolveShortname(obj.Spec.GetHost(), obj.Namespace), exportTo: map[string]bool{}}
 		if _, ok := obj.Annotations[annotationInternalParents]; ok {
 			d.backend = true
 		}
@@ -152,7 +153,7 @@ func (ix *Index) buildDestinationRules() {
 		d.pos = len(ix.drs)
 		ix.drs = append(ix.drs, d)
 		ix.drsByHost[d.host] = append(ix.drsByHost[d.host], d)
-		if isWildcard(d.host) {
+		if meshhost.Name(d.host).IsWildCarded() {
 			ix.wildcardDRs = append(ix.wildcardDRs, d)
 		}
 		if len(d.exportTo) == 0 || d.exportTo["*"] || d.exportTo["."] || d.exportTo[d.ns] {
@@ -235,7 +236,7 @@ func supersetOf(a, b map[string]bool) bool {
 // entry's is merged into it and (unlike the comment in istiod says) not appended.
 func (ix *Index) mergeDestinationRule(t *drTable, d *drInfo) {
 	m := t.specific
-	if isWildcard(d.host) {
+	if meshhost.Name(d.host).IsWildCarded() {
 		m = t.wildcard
 	}
 	list, exists := m[d.host]
@@ -427,7 +428,7 @@ func pick(list []*drEntry, p *Proxy) *drEntry {
 			catchAll = e
 			continue
 		}
-		if e.primary.ns == p.Namespace && labelsSubsetOf(e.primary.selector, p.Labels) {
+		if e.primary.ns == p.Namespace && meshhost.LabelsSubsetOf(e.primary.selector, p.Labels) {
 			return e
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain/diag"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/meshhost"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
 
@@ -186,7 +187,7 @@ func (ix *Index) lookupAfterClient(clientNs, svcNs, host string) ([]*drEntry, in
 
 func (ix *Index) selectsAnyWorkload(ns string, sel map[string]string) bool {
 	for _, w := range ix.workloads[ns] {
-		if labelsSubsetOf(sel, w.labels) {
+		if meshhost.LabelsSubsetOf(sel, w.labels) {
 			return true
 		}
 	}
@@ -245,7 +246,7 @@ func (ix *Index) whyNot(p *Proxy, svc *Service, d *drInfo, list []*drEntry, step
 				refsOf(entryDRs(l1))...)
 		}
 		if d.hasSelector {
-			if !labelsSubsetOf(d.selector, p.Labels) {
+			if !meshhost.LabelsSubsetOf(d.selector, p.Labels) {
 				msg := fmt.Sprintf("%s selects workloads with %s, which does not match this proxy's labels (%s)", d.ref, formatLabels(d.selector), formatLabels(p.Labels))
 				if !ix.selectsAnyWorkload(d.ns, d.selector) {
 					msg += fmt.Sprintf("; it selects no workload in namespace %s", d.ns)

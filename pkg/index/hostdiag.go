@@ -7,6 +7,7 @@ import (
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain/diag"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/internal/strdist"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/meshhost"
 )
 
 // HostDiagnostics are the findings about svc itself for the rule selected for the proxy: D1 for
@@ -142,11 +143,11 @@ func (ix *Index) hostHasService(host string) bool {
 	if _, ok := ix.groups[host]; ok {
 		return true
 	}
-	if !isWildcard(host) {
+	if !meshhost.Name(host).IsWildCarded() {
 		return false
 	}
 	for h := range ix.groups {
-		if wildcardCovers(host, h) {
+		if meshhost.Name(h).SubsetOf(meshhost.Name(host)) {
 			return true
 		}
 	}
@@ -156,7 +157,7 @@ func (ix *Index) hostHasService(host string) bool {
 // typoOf says why a DestinationRule whose host matches nothing was probably meant for svc.
 func typoOf(d *drInfo, svc *Service) (string, bool) {
 	raw := d.obj.Spec.GetHost()
-	if raw == "" || isWildcard(raw) {
+	if raw == "" || meshhost.Name(raw).IsWildCarded() {
 		return "", false
 	}
 	if strings.Contains(raw, ".") && strings.HasPrefix(svc.Hostname, d.host+".") {

@@ -1,7 +1,6 @@
 package index
 
 import (
-	"net/netip"
 	"sort"
 	"strings"
 	"sync"
@@ -10,13 +9,14 @@ import (
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/meshhost"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
 
 // DomainSuffix is the cluster domain istiod appends to Kubernetes Service names
 // (`<name>.<ns>.svc.<domain>`); istiod's default, which this tool assumes.
-const DomainSuffix = "cluster.local"
+const DomainSuffix = meshhost.DomainSuffix
 
 // ClusterID is istiod's default cluster name (features.ClusterName), written into the
 // `topology.istio.io/cluster` label of every endpoint.
@@ -109,88 +109,13 @@ func spiffeID(trustDomain, ns, sa string) string {
 	return "spiffe://" + trustDomain + "/ns/" + ns + "/sa/" + sa
 }
 
-// resolveShortname is model.ResolveShortnameToFQDN (pilot/pkg/model/config.go): `*` and IP
-// addresses stay as they are, a name with a dot is taken literally, and only a name without any
-// dot is expanded in the namespace of the object that names it.
-func resolveShortname(h, namespace string) string {
-	if h == "" || h == "*" {
-		return h
-	}
-	if _, err := netip.ParseAddr(h); err == nil {
-		return h
-	}
-	if !strings.Contains(h, ".") {
-		out := h
-		if namespace != "" {
-			out += "." + namespace
-		}
-		return out + ".svc." + DomainSuffix
-	}
-	return h
-}
-
-// isWildcard is host.Name.IsWildCarded.
-func isWildcard(h string) bool { return strings.HasPrefix(h, "*") }
-
-// hostSubsetOf is host.Name.SubsetOf (pkg/config/host/name.go): n is covered by o.
-func hostSubsetOf(n, o string) bool {
-	nw, ow := isWildcard(n), isWildcard(o)
-	switch {
-	case nw && ow:
-		if len(n) < len(o) {
-			return false
-		}
-		return strings.HasSuffix(n[1:], o[1:])
-	case nw:
-		return false
-	case ow:
-		return strings.HasSuffix(n, o[1:])
-	default:
-		return n == o
-	}
-}
-
-// hostMatches is host.Name.Matches: the two hosts overlap in either direction.
-func hostMatches(n, o string) bool {
-	nw, ow := isWildcard(n), isWildcard(o)
-	switch {
-	case nw && ow:
-		if len(n) < len(o) {
-			return strings.HasSuffix(o[1:], n[1:])
-		}
-		return strings.HasSuffix(n[1:], o[1:])
-	case nw:
-		return strings.HasSuffix(o, n[1:])
-	case ow:
-		return strings.HasSuffix(n, o[1:])
-	default:
-		return n == o
-	}
-}
-
-// moreSpecific is host.MoreSpecific: non-wildcard before wildcard, longer before shorter, then
-// lexicographic.
-func moreSpecific(a, b string) bool {
-	aw, bw := isWildcard(a), isWildcard(b)
-	if aw && !bw {
-		return false
-	}
-	if !aw && bw {
-		return true
-	}
-	if len(a) == len(b) {
-		return a < b
-	}
-	return len(a) > len(b)
-}
-
 // mostSpecificHostMatch is model.MostSpecificHostMatch (pilot/pkg/model/config.go): an exact key
 // first, otherwise the most specific wildcard key whose suffix covers needle. For a wildcard
 // needle only wildcard keys are considered.
 func mostSpecificHostMatch[V any](needle string, specific, wildcard map[string]V) (string, V, bool) {
 	var zero V
 	suffixOf := needle
-	if isWildcard(needle) {
+	if meshhost.Name(needle).IsWildCarded() {
 		if v, ok := wildcard[needle]; ok {
 			return needle, v, true
 		}
@@ -204,7 +129,7 @@ func mostSpecificHostMatch[V any](needle string, specific, wildcard map[string]V
 		if !strings.HasSuffix(suffixOf, h[1:]) {
 			continue
 		}
-		if !found || moreSpecific(h, match) {
+		if !found || meshhost.MoreSpecific(meshhost.Name(h), meshhost.Name(match)) {
 			match, found = h, true
 		}
 	}
@@ -212,32 +137,6 @@ func mostSpecificHostMatch[V any](needle string, specific, wildcard map[string]V
 		return "", zero, false
 	}
 	return match, wildcard[match], true
-}
-
-// wildcardCovers reports whether a rule host (exact or wildcard) can be returned by
-// mostSpecificHostMatch for needle.
-func wildcardCovers(ruleHost, needle string) bool {
-	if ruleHost == needle {
-		return true
-	}
-	if !isWildcard(ruleHost) {
-		return false
-	}
-	if isWildcard(needle) {
-		return strings.HasSuffix(needle[1:], ruleHost[1:])
-	}
-	return strings.HasSuffix(needle, ruleHost[1:])
-}
-
-// labelsSubsetOf is labels.Instance.SubsetOf: every key of sel is in l with the same value. An
-// empty selector selects everything.
-func labelsSubsetOf(sel, l map[string]string) bool {
-	for k, v := range sel {
-		if got, ok := l[k]; !ok || got != v {
-			return false
-		}
-	}
-	return true
 }
 
 // labelSet is a label selector as a list, for matching many label maps against it.
@@ -251,7 +150,7 @@ func labelPairs(sel map[string]string) labelSet {
 	return out
 }
 
-// matches is labelsSubsetOf(the selector, l).
+// matches is meshhost.LabelsSubsetOf(the selector, l).
 func (s labelSet) matches(l map[string]string) bool {
 	for _, kv := range s {
 		if got, ok := l[kv.key]; !ok || got != kv.value {

@@ -6,27 +6,6 @@ import (
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 )
 
-func TestResolveShortnameToFQDN(t *testing.T) {
-	cases := []struct {
-		name, host, ns, want string
-	}{
-		{"name without dots is expanded in the object's namespace", "reviews", "bookinfo", "reviews.bookinfo.svc.cluster.local"},
-		{"name.namespace is taken literally", "reviews.bookinfo", "other", "reviews.bookinfo"},
-		{"full hostname is kept", "reviews.bookinfo.svc.cluster.local", "other", "reviews.bookinfo.svc.cluster.local"},
-		{"* is kept", "*", "bookinfo", "*"},
-		{"wildcard is kept", "*.example.com", "bookinfo", "*.example.com"},
-		{"IPv4 address is kept", "10.0.0.1", "bookinfo", "10.0.0.1"},
-		{"IPv6 address is kept", "fd00::1", "bookinfo", "fd00::1"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := resolveShortname(tc.host, tc.ns); got != tc.want {
-				t.Errorf("resolveShortname(%q, %q) = %q, want %q", tc.host, tc.ns, got, tc.want)
-			}
-		})
-	}
-}
-
 func TestMostSpecificHostMatch(t *testing.T) {
 	specific := map[string]string{"a.foo.com": "exact"}
 	wildcard := map[string]string{"*": "star", "*.com": "com", "*.foo.com": "foo", "*.bar.foo.com": "bar"}

@@ -8,6 +8,8 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	securitybeta "istio.io/api/security/v1beta1"
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/meshhost"
 )
 
 // memoMesh has services in two namespaces, a Sidecar that only selects app=narrow, routes with
@@ -103,7 +105,7 @@ func TestRuleIndexesMatchScan(t *testing.T) {
 	for _, h := range hosts {
 		var want []string
 		for _, d := range ix.drs {
-			if wildcardCovers(d.host, h) {
+			if meshhost.Name(h).SubsetOf(meshhost.Name(d.host)) {
 				want = append(want, name(d))
 			}
 		}
@@ -159,7 +161,7 @@ func TestWorkloadPolicyMatchesScan(t *testing.T) {
 			if len(sel) == 0 || pa.Namespace != ns || pa.Namespace == ix.root {
 				continue
 			}
-			if labelsSubsetOf(sel, lbls) {
+			if meshhost.LabelsSubsetOf(sel, lbls) {
 				return pa.Name
 			}
 		}

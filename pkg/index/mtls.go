@@ -10,6 +10,7 @@ import (
 	securitybeta "istio.io/api/security/v1beta1"
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
 
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/meshhost"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
@@ -321,7 +322,7 @@ func (ix *Index) workloadPolicy(ns string, lbls map[string]string) *securityv1.P
 			if best != nil && c.rank >= best.rank {
 				break
 			}
-			if labelsSubsetOf(c.pa.Spec.GetSelector().GetMatchLabels(), lbls) {
+			if meshhost.LabelsSubsetOf(c.pa.Spec.GetSelector().GetMatchLabels(), lbls) {
 				best = &byLabel[labelKV{k, v}][i]
 				break
 			}

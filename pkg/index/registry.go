@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/meshhost"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
 
@@ -217,7 +218,7 @@ func (ix *Index) selectWorkloads(namespace string, sel map[string]string) []*wor
 	}
 	var out []*workload
 	for _, w := range candidates {
-		if labelsSubsetOf(sel, w.labels) {
+		if meshhost.LabelsSubsetOf(sel, w.labels) {
 			out = append(out, w)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/internal/strdist"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/meshhost"
 )
 
 // ResolveHost turns the host a user typed into the registry services with that hostname, one per
@@ -18,15 +19,15 @@ import (
 // matches it returns an *explain.NotFoundError whose Hint names the nearest known hostnames.
 func (ix *Index) ResolveHost(host, namespace string) ([]*Service, error) {
 	h := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(host)), ".")
-	for _, cand := range hostCandidates(h, namespace) {
+	for _, cand := range meshhost.Candidates(h, namespace) {
 		if byNs, ok := ix.groups[cand]; ok {
 			return ix.groupServices(byNs), nil
 		}
 	}
-	if !isWildcard(h) {
+	if !meshhost.Name(h).IsWildCarded() {
 		best := ""
 		for known := range ix.groups {
-			if isWildcard(known) && hostSubsetOf(h, known) && (best == "" || moreSpecific(known, best)) {
+			if meshhost.Name(known).IsWildCarded() && meshhost.Name(h).SubsetOf(meshhost.Name(known)) && (best == "" || meshhost.MoreSpecific(meshhost.Name(known), meshhost.Name(best))) {
 				best = known
 			}
 		}
@@ -48,11 +49,11 @@ func (ix *Index) ResolveHost(host, namespace string) ([]*Service, error) {
 // the diagnostics of rules that do not apply.
 func RuleMayApply(host, namespace, ruleHost, ruleNamespace string) bool {
 	h := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(host)), ".")
-	rh := strings.ToLower(resolveShortname(ruleHost, ruleNamespace))
-	if isWildcard(h) || isWildcard(rh) {
+	rh := strings.ToLower(meshhost.ResolveShortname(ruleHost, ruleNamespace))
+	if meshhost.Name(h).IsWildCarded() || meshhost.Name(rh).IsWildCarded() {
 		return true
 	}
-	return slices.Contains(hostCandidates(h, namespace), rh)
+	return slices.Contains(meshhost.Candidates(h, namespace), rh)
 }
 
 func (ix *Index) groupServices(byNs map[string]*serviceGroup) []*Service {
@@ -63,32 +64,10 @@ func (ix *Index) groupServices(byNs map[string]*serviceGroup) []*Service {
 	return out
 }
 
-// hostCandidates are the hostnames a typed host may stand for, most literal first.
-func hostCandidates(h, namespace string) []string {
-	out := []string{h}
-	if isWildcard(h) {
-		return out
-	}
-	switch dots := strings.Count(h, "."); {
-	case dots == 0:
-		if namespace == "" {
-			namespace = "default"
-		}
-		out = append(out, h+"."+namespace+".svc."+DomainSuffix)
-	case strings.HasSuffix(h, ".svc"):
-		out = append(out, h+"."+DomainSuffix)
-	case strings.HasSuffix(h, ".svc.cluster"):
-		out = append(out, h+".local")
-	case dots == 1:
-		out = append(out, h+".svc."+DomainSuffix)
-	}
-	return out
-}
-
 // suggestHosts ranks known hostnames by how likely the user meant them: the same service name
 // in another namespace, a hostname the input is a prefix or suffix of, then edit distance.
 func (ix *Index) suggestHosts(h, namespace string) string {
-	cands := hostCandidates(h, namespace)
+	cands := meshhost.Candidates(h, namespace)
 	full := cands[len(cands)-1]
 	first, _, _ := strings.Cut(h, ".")
 	type scored struct {
@@ -102,9 +81,9 @@ func (ix *Index) suggestHosts(h, namespace string) string {
 		switch {
 		case strings.HasPrefix(known, h+"."):
 			score = 0
-		case !isWildcard(known) && knownFirst == first:
+		case !meshhost.Name(known).IsWildCarded() && knownFirst == first:
 			score = 1
-		case strings.HasSuffix(known, "."+h) || (isWildcard(known) && strings.HasSuffix(h, known[1:])):
+		case strings.HasSuffix(known, "."+h) || (meshhost.Name(known).IsWildCarded() && strings.HasSuffix(h, known[1:])):
 			score = 2
 		default:
 			d := min(strdist.Levenshtein(full, known), strdist.Levenshtein(h, known))

@@ -17,6 +17,7 @@ func TestResolveHost(t *testing.T) {
 		kubeSvc("reviews", "bookinfo", "http:9080"),
 		kubeSvc("ratings", "bookinfo", "http:9080"),
 		kubeSvc("reviews", "staging", "http:9080"),
+		kubeSvc("details", "svc", "http:9080"),
 		serviceEntry("wild", "egress", networking.ServiceEntry_NONE, "*.example.com"),
 		serviceEntry("api", "egress", networking.ServiceEntry_DNS, "api.example.com"),
 		serviceEntry("dup-a", "team-a", networking.ServiceEntry_DNS, "shared.example.org"),
@@ -39,6 +40,13 @@ func TestResolveHost(t *testing.T) {
 		{"short name resolves in the given namespace", "reviews", "staging", []provenance.Ref{svcRef("staging", "reviews")}, ""},
 		{"name.namespace", "reviews.bookinfo", "staging", []provenance.Ref{svcRef("bookinfo", "reviews")}, ""},
 		{"name.namespace.svc", "reviews.bookinfo.svc", "", []provenance.Ref{svcRef("bookinfo", "reviews")}, ""},
+		// name.namespace with the namespace svc: the forms a sidecar's DNS proxy resolves
+		// (generateAltHosts, pkg/dns/client/dns.go) make it the Service details of namespace svc,
+		// not details.svc.cluster.local.
+		{"name.namespace where the namespace is svc", "details.svc", "", []provenance.Ref{svcRef("svc", "details")}, ""},
+		// name.namespace.svc.cluster is no name istiod or a DNS proxy gives a Service.
+		{"name.namespace.svc.cluster is taken literally", "reviews.bookinfo.svc.cluster", "", nil,
+			`host "reviews.bookinfo.svc.cluster" not found (did you mean one of reviews.bookinfo.svc.cluster.local, reviews.staging.svc.cluster.local?)`},
 		{"full hostname, trailing dot and case ignored", "Reviews.bookinfo.svc.cluster.local.", "", []provenance.Ref{svcRef("bookinfo", "reviews")}, ""},
 		{"ServiceEntry host", "api.example.com", "", []provenance.Ref{seRef("egress", "api")}, ""},
 		{"wildcard ServiceEntry host", "*.example.com", "", []provenance.Ref{seRef("egress", "wild")}, ""},

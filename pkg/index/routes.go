@@ -12,6 +12,7 @@ import (
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain/diag"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/meshhost"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
 
@@ -107,7 +108,7 @@ func (ix *Index) buildVirtualServices() {
 		}
 		info := &vsInfo{obj: vs, ref: vsRef(vs), exportTo: map[string]bool{}}
 		for _, h := range vs.Spec.GetHosts() {
-			info.hosts = append(info.hosts, resolveShortname(h, vs.Namespace))
+			info.hosts = append(info.hosts, meshhost.ResolveShortname(h, vs.Namespace))
 		}
 		exportTo := vs.Spec.GetExportTo()
 		if len(exportTo) == 0 {
@@ -159,7 +160,7 @@ func vsDestinations(spec *networking.VirtualService, ns string, owner provenance
 			return
 		}
 		out = append(out, routeDest{
-			host: resolveShortname(d.GetHost(), ns), subset: d.GetSubset(), port: d.GetPort().GetNumber(),
+			host: meshhost.ResolveShortname(d.GetHost(), ns), subset: d.GetSubset(), port: d.GetPort().GetNumber(),
 			field: field, owner: owner, sourceNamespaces: src, http: http,
 		})
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain/diag"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/meshhost"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
 
@@ -91,7 +92,7 @@ func meshSelectorMatches(sel *meshv1alpha1.LabelSelector, l map[string]string) b
 	if sel == nil {
 		return false
 	}
-	if !labelsSubsetOf(sel.GetMatchLabels(), l) {
+	if !meshhost.LabelsSubsetOf(sel.GetMatchLabels(), l) {
 		return false
 	}
 	for _, e := range sel.GetMatchExpressions() {
@@ -197,7 +198,7 @@ type hostClass struct {
 
 func (hc *hostClass) isExcluded(h string) bool {
 	for _, e := range hc.excluded {
-		if hostSubsetOf(h, e) {
+		if meshhost.Name(h).SubsetOf(meshhost.Name(e)) {
 			return true
 		}
 	}
@@ -209,10 +210,10 @@ func (hc *hostClass) matches(h string) bool {
 		return true
 	}
 	for _, imp := range hc.all {
-		if !isWildcard(h) && !isWildcard(imp) {
+		if !meshhost.Name(h).IsWildCarded() && !meshhost.Name(imp).IsWildCarded() {
 			continue
 		}
-		if hostSubsetOf(h, imp) {
+		if meshhost.Name(h).SubsetOf(meshhost.Name(imp)) {
 			return true
 		}
 	}
@@ -226,10 +227,10 @@ func (hc *hostClass) vsMatches(h string) bool {
 		return true
 	}
 	for _, imp := range hc.all {
-		if !isWildcard(h) && !isWildcard(imp) {
+		if !meshhost.Name(h).IsWildCarded() && !meshhost.Name(imp).IsWildCarded() {
 			continue
 		}
-		if hostMatches(h, imp) {
+		if meshhost.Name(h).Matches(meshhost.Name(imp)) {
 			return true
 		}
 	}
@@ -287,7 +288,7 @@ func (ix *Index) sidecarFor(p *Proxy) *networkingv1.Sidecar {
 		if sc.Namespace != p.Namespace {
 			continue
 		}
-		if ws := sc.Spec.GetWorkloadSelector(); ws != nil && !labelsSubsetOf(ws.GetLabels(), p.Labels) {
+		if ws := sc.Spec.GetWorkloadSelector(); ws != nil && !meshhost.LabelsSubsetOf(ws.GetLabels(), p.Labels) {
 			continue
 		}
 		return sc
@@ -460,7 +461,7 @@ func (ix *Index) convertListener(configNamespace string, index int, e *networkin
 			hc.excluded = append(hc.excluded, name)
 			continue
 		}
-		if !isWildcard(name) {
+		if !meshhost.Name(name).IsWildCarded() {
 			hc.exact[name] = true
 		} else {
 			allExact = false

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/meshhost"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
 
@@ -41,7 +42,7 @@ func TestSelectWorkloadsMatchesAScan(t *testing.T) {
 		}
 		var want []*workload
 		for _, w := range ix.workloads[ns] {
-			if labelsSubsetOf(sel, w.labels) {
+			if meshhost.LabelsSubsetOf(sel, w.labels) {
 				want = append(want, w)
 			}
 		}

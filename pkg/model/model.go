@@ -8,6 +8,7 @@ package model
 
 import (
 	"sort"
+	"strings"
 
 	meshv1alpha1 "istio.io/api/mesh/v1alpha1"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
@@ -65,6 +66,23 @@ type LoadIssue struct {
 	Message string
 	// Incomplete names the kinds that could not be read (for "mTLS inference is incomplete").
 	Incomplete []string
+}
+
+// String spells a load issue as the command prints it: `file:line:col: Kind ns/name: field:
+// message`, each part when known.
+func (is LoadIssue) String() string {
+	var parts []string
+	if is.Position != nil {
+		parts = append(parts, is.Position.String())
+	}
+	if is.Resource != nil {
+		parts = append(parts, is.Resource.String())
+	}
+	if is.Field != "" {
+		parts = append(parts, is.Field)
+	}
+	parts = append(parts, is.Message)
+	return strings.Join(parts, ": ")
 }
 
 // Snapshot is everything the engines may read. Slices are sorted by namespace and name.

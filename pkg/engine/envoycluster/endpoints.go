@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/meshhost"
 )
 
 // endpointsMatching keeps the endpoints whose labels contain the subset labels
@@ -23,14 +24,7 @@ func endpointsMatching(eps []index.Endpoint, subsetLabels map[string]string) []i
 	}
 	var out []index.Endpoint
 	for _, ep := range eps {
-		ok := true
-		for k, v := range subsetLabels {
-			if got, has := ep.Labels[k]; !has || got != v {
-				ok = false
-				break
-			}
-		}
-		if ok {
+		if meshhost.LabelsSubsetOf(subsetLabels, ep.Labels) {
 			out = append(out, ep)
 		}
 	}

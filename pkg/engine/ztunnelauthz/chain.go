@@ -11,26 +11,10 @@ import (
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain/diag"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/meshhost"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
-
-// subsetOf is labels.Instance.SubsetOf (pkg/config/labels): an empty selector selects
-// everything; otherwise every selector label must be among the workload's labels.
-func subsetOf(sel, lbls map[string]string) bool {
-	if len(sel) == 0 {
-		return true
-	}
-	if len(lbls) < len(sel) {
-		return false
-	}
-	for k, v := range sel {
-		if w, ok := lbls[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
-}
 
 // chain is the effective PeerAuthentication of one workload (spec a).
 type chain struct {
@@ -65,7 +49,7 @@ func fetchCandidates(root string, pas []*securityv1.PeerAuthentication, ns strin
 		case pa.Namespace == root && sel == nil:
 			out = append(out, pa)
 		case pa.Namespace != ns:
-		case sel == nil || subsetOf(sel.GetMatchLabels(), lbls):
+		case sel == nil || meshhost.LabelsSubsetOf(sel.GetMatchLabels(), lbls):
 			out = append(out, pa)
 		}
 	}
@@ -118,7 +102,7 @@ func buildChain(p *pool, pod *corev1.Pod) *chain {
 			if len(sel.GetMatchLabels()) == 0 {
 				c.notCandidates = append(c.notCandidates, paNote{pa: pa, level: levelMesh,
 					why: "not a candidate: a root-namespace policy counts as mesh-wide only without any selector; `selector: {}` applies only inside " + p.root})
-			} else if subsetOf(sel.GetMatchLabels(), pod.Labels) && len(pod.Labels) > 0 {
+			} else if meshhost.LabelsSubsetOf(sel.GetMatchLabels(), pod.Labels) && len(pod.Labels) > 0 {
 				c.notCandidates = append(c.notCandidates, paNote{pa: pa, level: levelIgnored,
 					why: "not a candidate: root-namespace PeerAuthentications with a selector do not apply to workloads in other namespaces"})
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain/diag"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/meshhost"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
@@ -149,7 +150,7 @@ func (w *workload) apListed(ap *apInfo) bool {
 	if len(sel) == 0 {
 		return false
 	}
-	return len(w.pod.Labels) == 0 || subsetOf(sel, w.pod.Labels)
+	return len(w.pod.Labels) == 0 || meshhost.LabelsSubsetOf(sel, w.pod.Labels)
 }
 
 // appliesByScope says whether ztunnel applies a pool policy to the pod without a key: every
@@ -307,7 +308,7 @@ func (w *workload) relevantAP(ap *securityv1.AuthorizationPolicy) bool {
 	if sel == nil {
 		return ap.Namespace == w.pod.Namespace || ap.Namespace == w.pool.root
 	}
-	return len(w.pod.Labels) == 0 || subsetOf(sel.GetMatchLabels(), w.pod.Labels)
+	return len(w.pod.Labels) == 0 || meshhost.LabelsSubsetOf(sel.GetMatchLabels(), w.pod.Labels)
 }
 
 // notAppliedSections lists the policies of the pod's and the root namespace that could have

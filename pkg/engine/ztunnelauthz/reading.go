@@ -10,6 +10,7 @@ import (
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain/diag"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/meshhost"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
@@ -29,7 +30,7 @@ func servicesSelecting(snap *model.Snapshot, pod *corev1.Pod) []*corev1.Service 
 		if s == nil || s.Namespace != pod.Namespace || len(s.Spec.Selector) == 0 || len(pod.Labels) == 0 {
 			continue
 		}
-		if subsetOf(s.Spec.Selector, pod.Labels) {
+		if meshhost.LabelsSubsetOf(s.Spec.Selector, pod.Labels) {
 			out = append(out, s)
 		}
 	}

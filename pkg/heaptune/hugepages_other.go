@@ -1,6 +1,6 @@
 //go:build !linux
 
-package hugepages
+package heaptune
 
 // advised is empty: only Linux is advised.
 var advised struct{ lo, hi uintptr }

@@ -1,6 +1,10 @@
-// Package hugepages backs the start of the Go heap with transparent huge pages, on Linux, where
-// the kernel gives them only to memory that asks (transparent_hugepage set to madvise, the
-// default of many distributions).
+// Package heaptune is the process tuning of the command's start, kept apart from the code that
+// states Istio's rules: the start of the Go heap backed with transparent huge pages (this
+// package's init) and the starting heap size before the collector runs at its usual pace
+// (AdjustStartingHeap).
+//
+// Huge pages: on Linux the kernel gives them only to memory that asks (transparent_hugepage set
+// to madvise, the default of many distributions).
 //
 // A command's heap is fresh memory: every 4 KiB page of it is first touched through a page
 // fault, and on a virtual machine a fault can cost 10 µs or more, so a command that allocates
@@ -11,7 +15,8 @@
 // pages (madvise MADV_HUGEPAGE), and frees it with a collection: the allocations that follow
 // reuse its pages, lowest address first.
 //
-// Import it for its side effect, from a main package: its init runs before those of the large
+// Import it from a main package (the command calls AdjustStartingHeap; the benchmark's
+// bare-reads client imports it for its init alone): its init runs before those of the large
 // packages (the Go runtime initializes, of the packages whose imports are initialized, the one
 // with the smallest import path first, and this one imports only the standard library), so most
 // allocations of initialization land in the advised block too. Setting the environment variable
@@ -19,4 +24,4 @@
 // kernel gives huge pages always or never, it does nothing.
 //
 // It owns: the start of the heap. It may import: the standard library only.
-package hugepages
+package heaptune

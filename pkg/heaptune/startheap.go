@@ -1,4 +1,4 @@
-package cli
+package heaptune
 
 // A command that reads a cluster allocates mostly what it keeps (the objects read, the index
 // built over them), so the collections the runtime runs while the heap is small (at 4 MiB, then
@@ -19,7 +19,7 @@ import (
 // bytes, until a collection finds a live heap of at least half of size; GOGC is then what it
 // was before (GOGC from the environment, or 100). It does nothing when GOGC is off or already
 // at least as generous, or when the runtime does not report its heap goal. The command calls it
-// once, before Main; Main itself leaves the collector alone, so tests that call it do too.
+// once, before cli.Main; Main itself leaves the collector alone, so tests that call it do too.
 func AdjustStartingHeap(size uint64) {
 	sample := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}}
 	metrics.Read(sample)

@@ -1,4 +1,4 @@
-package hugepages
+package heaptune
 
 import (
 	"bytes"

@@ -1,6 +1,6 @@
 //go:build linux
 
-package hugepages
+package heaptune
 
 import (
 	"bufio"

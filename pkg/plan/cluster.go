@@ -1,0 +1,288 @@
+package plan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/meshhost"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/source"
+)
+
+// ClusterQuery is what decides the reads of `cluster HOST`.
+type ClusterQuery struct {
+	// Host is the host as typed (lower case); Namespace is -n, where a short name resolves.
+	Host, Namespace string
+	// ClientNamespace is the namespace of the client sidecar (-n, or --from's).
+	ClientNamespace string
+	// ClientPod is the name of the --from pod, in ClientNamespace; "" for any other client.
+	ClientPod string
+}
+
+// Cluster is what `cluster` reads from a cluster (and keeps of files). DestinationRule lookup
+// only consults the client namespace, the service namespace and the root namespace (istiod
+// pilot/pkg/model/push_context.go destinationRule), so DestinationRules, Sidecars,
+// PeerAuthentications and EnvoyFilters are read there only; Services and Pods where the service
+// and the client pod live; ServiceEntries, WorkloadEntries and VirtualServices everywhere (a host
+// may be defined, and a subset routed to, from any namespace). With AllDestinationRules
+// DestinationRules are read everywhere, for the rules no lookup reaches (D2).
+type Cluster struct {
+	q    ClusterQuery
+	base source.Spec
+	p    clusterReads
+}
+
+// clusterReads is the part of the plan a snapshot corrects.
+type clusterReads struct {
+	root                string
+	rootKnown           bool
+	podNamespace        string
+	serviceNamespaces   []string
+	allServices         bool
+	allDestinationRules bool
+}
+
+// NewCluster plans the reads of q. base is the Spec of the command's flags, without Reads;
+// root is the root namespace assumed (MeshConfig's, when rootKnown, else the Istio namespace);
+// allDestinationRules is -A.
+func NewCluster(q ClusterQuery, base source.Spec, root string, rootKnown, allDestinationRules bool) *Cluster {
+	c := &Cluster{q: q, base: base}
+	c.base.DestinationRuleInFull = func(namespace, host string) bool {
+		return index.RuleMayApply(q.Host, q.Namespace, host, namespace)
+	}
+	c.base.VirtualServiceNeeded = index.VirtualServiceFilter(q.Host)
+	c.p = clusterReads{root: root, rootKnown: rootKnown, allDestinationRules: allDestinationRules}
+	if q.ClientPod != "" {
+		c.p.podNamespace = q.ClientNamespace
+	}
+	c.p.serviceNamespaces = namespaces(meshhost.ServiceNamespace(q.Host, q.Namespace))
+	return c
+}
+
+// Reads are the reads of the plan as it stands.
+func (c *Cluster) Reads() []source.Read {
+	p, client := c.p, c.q.ClientNamespace
+	lookup := namespaces(append([]string{client, p.root}, p.serviceNamespaces...)...)
+	workloads := namespaces(append([]string{p.podNamespace}, p.serviceNamespaces...)...)
+	services := workloads
+	if p.allServices {
+		services = nil
+	}
+	drs := lookup
+	if p.allDestinationRules {
+		drs = nil
+	}
+	return []source.Read{
+		{Kind: source.KindDestinationRule, Namespaces: drs},
+		{Kind: source.KindSidecar, Namespaces: lookup},
+		{Kind: source.KindPeerAuthentication, Namespaces: lookup},
+		{Kind: source.KindEnvoyFilter, Namespaces: namespaces(client, p.root)},
+		{Kind: source.KindNamespace, Namespaces: lookup},
+		{Kind: source.KindService, Namespaces: services},
+		{Kind: source.KindPod, Namespaces: workloads},
+		{Kind: source.KindServiceEntry},
+		{Kind: source.KindWorkloadEntry},
+		{Kind: source.KindVirtualService},
+	}
+}
+
+// Spec is the Spec of a load of reads: the command's, with the plan's predicates.
+func (c *Cluster) Spec(reads []source.Read) source.Spec {
+	s := c.base
+	s.Reads = reads
+	return s
+}
+
+// Answer loads what the host's answer needs (Load) and explains it. When the host is not found,
+// every Service is read and the host explained again, so that the error can suggest the nearest
+// one. A load that fails gives no snapshot. When the Nodes could not be read, the answer says
+// that locality is unknown.
+func (c *Cluster) Answer(ctx context.Context, load Loader, explainer func(*model.Snapshot) (*explain.Result, error)) (*model.Snapshot, *explain.Result, error) {
+	snap, err := c.Load(ctx, load)
+	if err != nil {
+		return nil, nil, err
+	}
+	res, err := explainer(snap)
+	var nf *explain.NotFoundError
+	if errors.As(err, &nf) && !c.p.allServices {
+		c.p.allServices = true
+		if wide, lerr := c.Load(ctx, load); lerr == nil {
+			snap = wide
+			res, err = explainer(snap)
+		}
+	}
+	if err != nil {
+		return snap, nil, err
+	}
+	if res == nil {
+		return snap, nil, errors.New("the cluster engine returned no result")
+	}
+	if why, ok := snap.Incomplete[source.KindNode]; ok {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("locality is unknown for some pods: Nodes could not be read (%s); "+
+			"locality load balancing (distribute, failover) may differ from what istiod pushes", why))
+	}
+	return snap, res, nil
+}
+
+// Load reads the planned kinds. Reads are planned from guesses (the root namespace, the
+// namespace of a ServiceEntry host); when the snapshot proves a guess wrong, the plan is
+// corrected and read again. Files are filtered by the same plan and go through the same
+// corrections, so files and a cluster with the same objects give the same snapshot. Once the
+// plan settles, the Nodes of the pods that matter are read (loadNodes).
+func (c *Cluster) Load(ctx context.Context, load Loader) (*model.Snapshot, error) {
+	// A correction only adds namespaces or fixes the root namespace, so it settles after one
+	// more read; the bound guards against a cluster that changes between reads.
+	const maxReads = 3
+	for i := 1; ; i++ {
+		snap, err := load(ctx, c.Spec(c.Reads()))
+		if err != nil {
+			return snap, err
+		}
+		next := c.refine(snap)
+		if next.equal(c.p) || i == maxReads {
+			return c.loadNodes(ctx, load, snap)
+		}
+		c.p = next
+	}
+}
+
+// loadNodes is the second read phase. istiod takes a pod's locality from the topology labels
+// of the Node it runs on (the kube controller's getPodLocality), for the client sidecar and for
+// the endpoints alike, so the Nodes of the client pod and of the pods the host's Services and
+// ServiceEntries select are read, once those pods are known: one get per node name, run
+// concurrently by the loader, and nothing else. Files are filtered by the same reads. A node
+// that does not exist is simply absent; a read that is refused or fails leaves the locality of
+// the pods on it unknown, with a warning, and the explanation goes on.
+func (c *Cluster) loadNodes(ctx context.Context, load Loader, snap *model.Snapshot) (*model.Snapshot, error) {
+	names := c.NodeNames(snap)
+	if len(names) == 0 {
+		return snap, nil
+	}
+	nodes, err := load(ctx, c.Spec([]source.Read{{Kind: source.KindNode, Namespaces: names}}))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		msg := fmt.Sprintf("cannot get nodes/%s: %v; locality unknown for the pods on them", strings.Join(names, ", nodes/"), err)
+		nodes = &model.Snapshot{
+			Issues:     []model.LoadIssue{{Severity: "warning", Message: msg, Incomplete: []string{source.KindNode}}},
+			Incomplete: map[string]string{source.KindNode: msg},
+		}
+	}
+	mergeNodes(snap, nodes)
+	return snap, nil
+}
+
+// NodeNames returns the nodes, sorted, of the client pod and of the pods the host's Services
+// (spec.selector) and ServiceEntries (workloadSelector) select, except those the snapshot
+// already holds.
+func (c *Cluster) NodeNames(snap *model.Snapshot) []string {
+	type selector struct {
+		namespace string
+		labels    map[string]string
+	}
+	var selectors []selector
+	candidates := meshhost.Candidates(c.q.Host, c.q.Namespace)
+	for _, svc := range snap.Services {
+		if len(svc.Spec.Selector) > 0 && slices.Contains(candidates, svc.Name+"."+svc.Namespace+".svc."+meshhost.DomainSuffix) {
+			selectors = append(selectors, selector{svc.Namespace, svc.Spec.Selector})
+		}
+	}
+	for _, se := range snap.ServiceEntries {
+		ws := se.Spec.GetWorkloadSelector().GetLabels()
+		if len(ws) > 0 && definesHost(se.Spec.GetHosts(), candidates) {
+			selectors = append(selectors, selector{se.Namespace, ws})
+		}
+	}
+	var out []string
+	for _, pod := range snap.Pods {
+		node := pod.Spec.NodeName
+		if node == "" || snap.Node(node) != nil {
+			continue
+		}
+		wanted := c.q.ClientPod != "" && pod.Namespace == c.q.ClientNamespace && pod.Name == c.q.ClientPod
+		for _, sel := range selectors {
+			if wanted {
+				break
+			}
+			wanted = pod.Namespace == sel.namespace && meshhost.LabelsSubsetOf(sel.labels, pod.Labels)
+		}
+		if wanted {
+			out = append(out, node)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// definesHost reports whether one of a ServiceEntry's hosts defines one of the names the typed
+// host stands for: the same name, or a wildcard covering it (host.Name.SubsetOf).
+func definesHost(seHosts, candidates []string) bool {
+	return slices.ContainsFunc(seHosts, func(h string) bool {
+		h = strings.ToLower(h)
+		return slices.ContainsFunc(candidates, func(c string) bool { return meshhost.Name(c).SubsetOf(meshhost.Name(h)) })
+	})
+}
+
+// mergeNodes adds what the node read found to snap: the Nodes snap does not hold yet, their
+// sources, and the load issues about Nodes (a node load of files reads the files again, so
+// their other issues are already in snap).
+func mergeNodes(snap, nodes *model.Snapshot) {
+	for _, n := range nodes.Nodes {
+		if snap.Node(n.Name) != nil {
+			continue
+		}
+		snap.Nodes = append(snap.Nodes, n)
+		key := model.ObjectKey{Kind: source.KindNode, Name: n.Name}
+		if src, ok := nodes.Sources[key]; ok {
+			if snap.Sources == nil {
+				snap.Sources = map[model.ObjectKey]model.Source{}
+			}
+			snap.Sources[key] = src
+		}
+	}
+	snap.Sort()
+	for _, is := range nodes.Issues {
+		about := slices.Contains(is.Incomplete, source.KindNode) || (is.Resource != nil && is.Resource.Kind == source.KindNode)
+		if about && !slices.ContainsFunc(snap.Issues, func(x model.LoadIssue) bool { return x.String() == is.String() }) {
+			snap.Issues = append(snap.Issues, is)
+		}
+	}
+	if why, ok := nodes.Incomplete[source.KindNode]; ok {
+		if snap.Incomplete == nil {
+			snap.Incomplete = map[string]string{}
+		}
+		snap.Incomplete[source.KindNode] = why
+	}
+}
+
+// refine corrects the plan with what a snapshot shows: the root namespace MeshConfig sets, and
+// the namespaces of ServiceEntries that define the host.
+func (c *Cluster) refine(snap *model.Snapshot) clusterReads {
+	next := c.p
+	if !c.p.rootKnown {
+		next.root = snap.RootNamespace()
+	}
+	svc := append([]string(nil), c.p.serviceNamespaces...)
+	candidates := meshhost.Candidates(c.q.Host, c.q.Namespace)
+	for _, se := range snap.ServiceEntries {
+		for _, h := range se.Spec.GetHosts() {
+			if definesHost([]string{h}, candidates) {
+				svc = append(svc, se.Namespace)
+			}
+		}
+	}
+	next.serviceNamespaces = namespaces(svc...)
+	return next
+}
+
+func (p clusterReads) equal(q clusterReads) bool {
+	return p.root == q.root && p.podNamespace == q.podNamespace &&
+		p.allServices == q.allServices && p.allDestinationRules == q.allDestinationRules &&
+		slices.Equal(p.serviceNamespaces, q.serviceNamespaces)
+}
