@@ -32,7 +32,8 @@ func subsetOf(sel, lbls map[string]string) bool {
 	return true
 }
 
-// chain is the effective PeerAuthentication of one workload (spec a).
+// chain is the effective PeerAuthentication of one workload
+// (docs/semantics/authz.md#the-effective-peerauthentication).
 type chain struct {
 	root string
 	// candidates are fetchPeerAuthentications' picks, in snapshot (name) order.
