@@ -10,6 +10,10 @@
 // It must not import cli, render, source, cobra, lipgloss or client-go.
 // The rules it follows: docs/semantics/cluster.md, with the file and function of istio.io/istio
 // (the version conformance/go.mod pins) behind each; where they differ, Istio's code wins.
+//
+// Entry points: Explain answers one host; an Explainer keeps the index and the proxy's scope
+// across the hosts it is asked about, and keeps each cluster's field traces against those of an
+// earlier cluster with the same paths until ResolvePositions expands them (docs/performance.md).
 package envoycluster
 
 import (
