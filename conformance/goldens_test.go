@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -27,8 +28,29 @@ import (
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/ztunnelauthz"
 )
 
-// ambientGoldens is the copy of Istio's TestRBACConvert golden pairs.
-var ambientGoldens = filepath.Join("..", "..", "shared", "conformance", "ambient")
+// ambientGoldensDir is where Istio keeps its TestRBACConvert golden pairs, relative to the
+// directory of the istio.io/istio module this module requires.
+const ambientGoldensDir = "pilot/pkg/serviceregistry/ambient/testdata"
+
+// wantGoldenPairs is the number of pairs in ambientGoldensDir at the pinned Istio version: 3
+// AuthorizationPolicy pairs and 19 PeerAuthentication pairs. A new pin that changes it is
+// reviewed here.
+const wantGoldenPairs = 22
+
+// ambientGoldens returns the directory of Istio's golden pairs inside the istio.io/istio
+// module the build uses (the module cache holds it: the test binary was built from it).
+func ambientGoldens(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "istio.io/istio").Output()
+	if err != nil {
+		t.Fatalf("go list -m istio.io/istio: %v", err)
+	}
+	dir := strings.TrimSpace(string(out))
+	if dir == "" {
+		t.Fatal("go list -m istio.io/istio: the module has no directory (run go mod download istio.io/istio)")
+	}
+	return filepath.Join(dir, filepath.FromSlash(ambientGoldensDir))
+}
 
 // rbacRootNamespace is the root namespace TestRBACConvert passes to every conversion.
 const rbacRootNamespace = "istio-system"
@@ -52,7 +74,8 @@ type goldenPair struct {
 // istio-system, only name, namespace and spec passed on.
 func loadGoldenPairs(t *testing.T) []goldenPair {
 	t.Helper()
-	entries, err := os.ReadDir(ambientGoldens)
+	dir := ambientGoldens(t)
+	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,11 +85,11 @@ func loadGoldenPairs(t *testing.T) []goldenPair {
 		if !strings.Contains(name, "-in.yaml") {
 			continue
 		}
-		in, err := os.ReadFile(filepath.Join(ambientGoldens, name))
+		in, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)
 		}
-		golden, err := os.ReadFile(filepath.Join(ambientGoldens, strings.ReplaceAll(name, "-in", "")))
+		golden, err := os.ReadFile(filepath.Join(dir, strings.ReplaceAll(name, "-in", "")))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,13 +164,15 @@ func sameAsGolden(got, golden string) bool {
 	return strings.TrimSpace(got) == strings.TrimSpace(golden)
 }
 
-// TestUpstreamAmbientGoldens replays Istio's 22 TestRBACConvert golden pairs through the
-// project's converter, and (as a check of this harness) through Istio's own conversion, which
-// is reachable only through the exported ambient.PolicyCollections.
+// TestUpstreamAmbientGoldens replays Istio's 22 TestRBACConvert golden pairs
+// (pilot/pkg/serviceregistry/ambient/testdata in the istio.io/istio module, harness
+// ambientindex_test.go TestRBACConvert) through the project's converter, and (as a check of
+// this harness) through Istio's own conversion, which is reachable only through the exported
+// ambient.PolicyCollections.
 func TestUpstreamAmbientGoldens(t *testing.T) {
 	pairs := loadGoldenPairs(t)
-	if len(pairs) != 22 {
-		t.Fatalf("found %d golden pairs in %s, want 22", len(pairs), ambientGoldens)
+	if len(pairs) != wantGoldenPairs {
+		t.Fatalf("found %d golden pairs in the istio.io/istio module's %s, want %d", len(pairs), ambientGoldensDir, wantGoldenPairs)
 	}
 	for _, variant := range []struct {
 		name         string

@@ -127,8 +127,8 @@ func checkLikeKubectl(t *testing.T, kc string, timeout time.Duration) {
 	if r.code == 0 {
 		t.Fatalf("the plugin succeeded against %s:\n%s", kc, r.stdout)
 	}
-	// Compared case-insensitively: the plugin starts its messages lower-case (house style),
-	// kubectl capitalises some.
+	// Compared case-insensitively: the plugin starts its messages lower-case, as Go error
+	// strings are; kubectl capitalises some.
 	if !strings.Contains(strings.ToLower(r.stderr), strings.ToLower(want)) {
 		t.Errorf("want kubectl's message %q, got:\n%s", want, r.stderr)
 	}

@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -13,6 +11,8 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/internal/testkit"
 )
 
 // liveExclusions names scenarios whose live answer may legitimately differ from the offline
@@ -99,32 +99,11 @@ type scenario struct {
 }
 
 func readScenario(dir string) (scenario, error) {
-	f, err := os.Open(filepath.Join(dir, "args"))
+	a, err := testkit.ReadArgs(dir)
 	if err != nil {
 		return scenario{}, err
 	}
-	defer f.Close()
-	var sc scenario
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		line := strings.TrimSpace(s.Text())
-		switch {
-		case line == "":
-		case strings.HasPrefix(line, "#"):
-			if sc.title == "" {
-				sc.title = strings.TrimSpace(strings.TrimPrefix(line, "#"))
-			}
-		case sc.args == nil:
-			sc.args = strings.Fields(line)
-		}
-	}
-	if err := s.Err(); err != nil {
-		return scenario{}, err
-	}
-	if len(sc.args) == 0 {
-		return scenario{}, fmt.Errorf("%s/args has no command line", dir)
-	}
-	return sc, nil
+	return scenario{title: a.Title, args: a.Command}, nil
 }
 
 // format is the native output of the scenario's command: envoy for cluster, ztunnel for authz.

@@ -23,7 +23,8 @@ func Authz(seed uint64) *Scenario {
 		podDoc("c", "bar", "10.244.2.10", map[string]any{"app": "a"}, ports, true, "c"))
 	target := pick(g, "pod/a -n foo", "pod/a -n foo", "pod/a -n foo", "pod/a -n foo", "pod/a -n foo", "pod/b -n foo", "pod/c -n bar")
 	if g.chance(0.05) {
-		// A pod without labels lists every selector policy of its namespace (spec d).
+		// A pod without labels lists every selector policy of its namespace
+		// (docs/semantics/authz.md#workloads-without-labels).
 		s.Docs = append(s.Docs, podDoc("d", "foo", "10.244.1.12", nil, ports, true, "d"))
 		target = "pod/d -n foo"
 	}

@@ -15,19 +15,19 @@ import (
 	v3 "istio.io/istio/pilot/pkg/xds/v3"
 	"istio.io/istio/pilot/test/xds"
 
-	"github.com/mesh-explain/kubectl-mesh-explain/hack/meshgen/gen"
+	"github.com/mesh-explain/kubectl-mesh-explain/internal/testkit/meshgen"
 )
 
 // The Istio side of docs/performance.md: Istio's own cluster generation for the client proxy
-// and the synthetic mesh the engine benchmarks use (hack/meshgen/gen, same seed and scales,
+// and the synthetic mesh the engine benchmarks use (internal/testkit/meshgen, same seed and scales,
 // through the same YAML files), to set against BenchmarkClusterEveryClusterOfProxy of
 // pkg/engine/envoycluster. MESH_EXPLAIN_BENCH_SCALE lists the scales (1 is 10,000 Services).
 
 // benchScenario generates the mesh of one scale, writes it as files and loads them as a
 // cluster scenario whose command is the benchmark's `cluster` question.
-func benchScenario(b *testing.B, cfg gen.Config) *Scenario {
+func benchScenario(b *testing.B, cfg meshgen.Config) *Scenario {
 	b.Helper()
-	m, err := gen.Generate(cfg)
+	m, err := meshgen.Generate(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func benchScenario(b *testing.B, cfg gen.Config) *Scenario {
 		b.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	if err := m.WriteFiles(dir, gen.YAML); err != nil {
+	if err := m.WriteFiles(dir, meshgen.YAML); err != nil {
 		b.Fatal(err)
 	}
 	command := strings.Join(m.Queries().ClusterArgs(), " ")
@@ -92,7 +92,7 @@ func istiodAt(b *testing.B, scale float64) *istioBench {
 		return ib
 	}
 	start := time.Now()
-	sc := benchScenario(b, gen.Config{Seed: 1, Sizes: gen.Scaled(scale)})
+	sc := benchScenario(b, meshgen.Config{Seed: 1, Sizes: meshgen.Scaled(scale)})
 	ib := &istioBench{}
 	for _, o := range sc.Kube {
 		if o.GetObjectKind().GroupVersionKind().Kind == "Service" {
@@ -140,7 +140,7 @@ func istiodAt(b *testing.B, scale float64) *istioBench {
 // cluster, as the engine does.
 func BenchmarkIstioBuildClusters(b *testing.B) {
 	ConfigureLogging()
-	scales, err := gen.BenchScales()
+	scales, err := meshgen.BenchScales()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -160,19 +160,19 @@ func (ib *istioBench) buildClusters(b *testing.B) {
 	b.ReportMetric(float64(ib.outbound), "clusters/op")
 }
 
-// oursAt loads the same mesh as istiodAt for mesh-explain (gen.LoadSnapshot, as `-f DIR -R`
+// oursAt loads the same mesh as istiodAt for mesh-explain (meshgen.LoadSnapshot, as `-f DIR -R`
 // reads it) and builds the index of BenchmarkClusterEveryClusterOfProxy, once per test binary.
-func oursAt(b *testing.B, scale float64) *gen.EveryClusterBench {
+func oursAt(b *testing.B, scale float64) *meshgen.EveryClusterBench {
 	b.Helper()
 	if eb, ok := ourBenches[scale]; ok {
 		return eb
 	}
-	cfg := gen.Config{Seed: 1, Sizes: gen.Scaled(scale)}
-	snap, m, err := gen.LoadSnapshot(cfg)
+	cfg := meshgen.Config{Seed: 1, Sizes: meshgen.Scaled(scale)}
+	snap, m, err := meshgen.LoadSnapshot(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
-	eb, err := gen.NewEveryClusterBench(snap, m.Queries())
+	eb, err := meshgen.NewEveryClusterBench(snap, m.Queries())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -180,22 +180,22 @@ func oursAt(b *testing.B, scale float64) *gen.EveryClusterBench {
 	return eb
 }
 
-var ourBenches = map[float64]*gen.EveryClusterBench{}
+var ourBenches = map[float64]*meshgen.EveryClusterBench{}
 
 // BenchmarkEveryClusterPaired runs Istio's BuildClusters (as BenchmarkIstioBuildClusters) and
 // mesh-explain's every cluster of the same proxy (as pkg/engine/envoycluster
 // BenchmarkClusterEveryClusterOfProxy) on the same mesh in one process, by turns: each of the
-// gen.BenchRounds rounds runs services=N/istio and then services=N/mesh-explain (go test
+// meshgen.BenchRounds rounds runs services=N/istio and then services=N/mesh-explain (go test
 // -count would repeat each before the other), so the drift of a shared machine's speed over
 // minutes reaches both, and hack/meshgen report takes their ratio per round. Both hold the
 // other's state in the heap. The two must build the same number of outbound clusters.
 func BenchmarkEveryClusterPaired(b *testing.B) {
 	ConfigureLogging()
-	scales, err := gen.BenchScales()
+	scales, err := meshgen.BenchScales()
 	if err != nil {
 		b.Fatal(err)
 	}
-	rounds, err := gen.BenchRounds()
+	rounds, err := meshgen.BenchRounds()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -226,7 +226,7 @@ func BenchmarkEveryClusterPaired(b *testing.B) {
 }
 
 // everyClusterCount is the number of clusters eb builds for its proxy.
-func everyClusterCount(eb *gen.EveryClusterBench) (int, error) {
+func everyClusterCount(eb *meshgen.EveryClusterBench) (int, error) {
 	built, _, err := eb.EveryCluster()
 	return len(built), err
 }

@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/mesh-explain/kubectl-mesh-explain/hack/meshgen/gen"
+	"github.com/mesh-explain/kubectl-mesh-explain/internal/testkit/meshgen"
 )
 
 // writer creates generated objects in an API server.
@@ -48,7 +48,7 @@ func newWriter(kubeconfig string) (*writer, error) {
 
 // create creates o; an object that exists already is left alone (a Pod still gets its status
 // when it has none).
-func (w *writer) create(ctx context.Context, o gen.Object) error {
+func (w *writer) create(ctx context.Context, o meshgen.Object) error {
 	opts := metav1.CreateOptions{}
 	var err error
 	switch o := o.(type) {
@@ -105,8 +105,8 @@ func (w *writer) createPod(ctx context.Context, p *corev1.Pod) error {
 
 // loadObjects creates objs with workers goroutines: Namespaces, Nodes and ConfigMaps first, the
 // rest in any order. Progress goes to stderr.
-func (w *writer) loadObjects(ctx context.Context, objs []gen.Object, workers int) error {
-	var first, rest []gen.Object
+func (w *writer) loadObjects(ctx context.Context, objs []meshgen.Object, workers int) error {
+	var first, rest []meshgen.Object
 	for _, o := range objs {
 		switch o.(type) {
 		case *corev1.Namespace, *corev1.Node, *corev1.ConfigMap:
@@ -133,7 +133,7 @@ func (w *writer) loadObjects(ctx context.Context, objs []gen.Object, workers int
 		}
 	}()
 	defer close(stop)
-	for _, batch := range [][]gen.Object{first, rest} {
+	for _, batch := range [][]meshgen.Object{first, rest} {
 		if err := w.parallel(ctx, batch, workers, &done); err != nil {
 			return err
 		}
@@ -143,10 +143,10 @@ func (w *writer) loadObjects(ctx context.Context, objs []gen.Object, workers int
 	return nil
 }
 
-func (w *writer) parallel(ctx context.Context, objs []gen.Object, workers int, done *atomic.Int64) error {
+func (w *writer) parallel(ctx context.Context, objs []meshgen.Object, workers int, done *atomic.Int64) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	work := make(chan gen.Object)
+	work := make(chan meshgen.Object)
 	var mu sync.Mutex
 	var firstErr error
 	var wg sync.WaitGroup
@@ -159,7 +159,7 @@ func (w *writer) parallel(ctx context.Context, objs []gen.Object, workers int, d
 				if err != nil {
 					mu.Lock()
 					if firstErr == nil {
-						firstErr = fmt.Errorf("creating %s: %w", gen.Key(o), err)
+						firstErr = fmt.Errorf("creating %s: %w", meshgen.Key(o), err)
 					}
 					mu.Unlock()
 					cancel()

@@ -7,8 +7,8 @@
 //	meshgen measure --kubeconfig FILE --plugin BIN   time the live, bare and offline runs
 //	meshgen report RESULTS...                        print the results as Markdown tables
 //
-// The mesh is seeded and reproducible (hack/meshgen/gen); --scale 1 is 10,000 Services over 100
-// namespaces. hack/bench.sh runs the whole benchmark.
+// The mesh is seeded and reproducible (internal/testkit/meshgen); --scale 1 is 10,000 Services
+// over 100 namespaces. hack/bench.sh runs the whole benchmark.
 package main
 
 import (
@@ -19,7 +19,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mesh-explain/kubectl-mesh-explain/hack/meshgen/gen"
+	"github.com/mesh-explain/kubectl-mesh-explain/internal/testkit/meshgen"
 	// As in the plugin: the bare-reads client starts its heap as the plugin does, so the ratio
 	// of the two compares the work after the start, not how each process starts.
 	_ "github.com/mesh-explain/kubectl-mesh-explain/pkg/heaptune"
@@ -79,7 +79,7 @@ Run "meshgen COMMAND -h" for the flags of a command.
 type sizeFlags struct {
 	scale float64
 	seed  uint64
-	sizes gen.Sizes
+	sizes meshgen.Sizes
 }
 
 func (s *sizeFlags) register(fs *flag.FlagSet) {
@@ -94,13 +94,13 @@ func (s *sizeFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&s.sizes.AuthorizationPolicies, "authorizationpolicies", 0, "override the number of AuthorizationPolicies")
 }
 
-func (s *sizeFlags) config() gen.Config {
-	return gen.Config{Seed: s.seed, Sizes: s.sizesAt(s.scale)}
+func (s *sizeFlags) config() meshgen.Config {
+	return meshgen.Config{Seed: s.seed, Sizes: s.sizesAt(s.scale)}
 }
 
 // sizesAt is the sizes of scale f with the overrides applied.
-func (s *sizeFlags) sizesAt(f float64) gen.Sizes {
-	out := gen.Scaled(f)
+func (s *sizeFlags) sizesAt(f float64) meshgen.Sizes {
+	out := meshgen.Scaled(f)
 	set := func(dst *int, v int) {
 		if v > 0 {
 			*dst = v
@@ -129,11 +129,11 @@ func files(args []string) error {
 		return fmt.Errorf("--out is required")
 	}
 	start := time.Now()
-	m, err := gen.Generate(sf.config())
+	m, err := meshgen.Generate(sf.config())
 	if err != nil {
 		return err
 	}
-	if err := m.WriteFiles(*out, gen.Format(*format)); err != nil {
+	if err := m.WriteFiles(*out, meshgen.Format(*format)); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "meshgen: wrote %d objects (%s) to %s in %v\n", len(m.Objects()), m.Config.Sizes,
@@ -151,23 +151,23 @@ func load(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	m, err := gen.Generate(sf.config())
+	m, err := meshgen.Generate(sf.config())
 	if err != nil {
 		return err
 	}
 	objs := m.Objects()
 	if *since > 0 {
-		prev, err := gen.Generate(gen.Config{Seed: sf.seed, Sizes: sf.sizesAt(*since)})
+		prev, err := meshgen.Generate(meshgen.Config{Seed: sf.seed, Sizes: sf.sizesAt(*since)})
 		if err != nil {
 			return err
 		}
 		have := map[string]bool{}
 		for _, o := range prev.Objects() {
-			have[gen.Key(o)] = true
+			have[meshgen.Key(o)] = true
 		}
-		var missing []gen.Object
+		var missing []meshgen.Object
 		for _, o := range objs {
-			if !have[gen.Key(o)] {
+			if !have[meshgen.Key(o)] {
 				missing = append(missing, o)
 			}
 		}
@@ -191,7 +191,7 @@ func queries(args []string) error {
 	if err := sf.config().Sizes.Validate(); err != nil {
 		return err
 	}
-	q := gen.QueriesFor(sf.config())
+	q := meshgen.QueriesFor(sf.config())
 	fmt.Println("kubectl mesh-explain " + strings.Join(q.ClusterArgs(), " "))
 	fmt.Println("kubectl mesh-explain " + strings.Join(q.AuthzArgs(), " "))
 	return nil

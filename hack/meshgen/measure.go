@@ -17,16 +17,16 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mesh-explain/kubectl-mesh-explain/hack/meshgen/gen"
+	"github.com/mesh-explain/kubectl-mesh-explain/internal/testkit/meshgen"
 )
 
 // Results is what `meshgen measure` writes: the machine, the mesh, and every sample.
 type Results struct {
-	Machine Machine   `json:"machine"`
-	Scale   float64   `json:"scale"`
-	Seed    uint64    `json:"seed"`
-	Sizes   gen.Sizes `json:"sizes"`
-	Objects int       `json:"objects"`
+	Machine Machine       `json:"machine"`
+	Scale   float64       `json:"scale"`
+	Seed    uint64        `json:"seed"`
+	Sizes   meshgen.Sizes `json:"sizes"`
+	Objects int           `json:"objects"`
 	// FilesBytes is the size of the files the offline runs read.
 	FilesBytes int64  `json:"filesBytes"`
 	Repeat     int    `json:"repeat"`
@@ -140,7 +140,7 @@ func measure(args []string) error {
 	if err := cfg.Sizes.Validate(); err != nil {
 		return err
 	}
-	q := gen.QueriesFor(cfg)
+	q := meshgen.QueriesFor(cfg)
 	if *repeat < 1 {
 		return fmt.Errorf("--repeat must be at least 1")
 	}

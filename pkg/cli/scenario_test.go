@@ -8,61 +8,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mesh-explain/kubectl-mesh-explain/internal/testkit"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/internal/golden"
 )
 
-// repoRoot is the module root (where go.mod is); scenario and golden paths are relative to it.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the working directory")
-		}
-		dir = parent
-	}
-}
-
-// scenarioArgs reads a scenario's `args` file (docs/scenarios.md): `#` lines describe it, the
-// first other line is the command line after `kubectl mesh-explain`.
-func scenarioArgs(t *testing.T, dir string) []string {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, "args"))
-	if err != nil {
-		t.Fatalf("scenario without an args file: %v", err)
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		return strings.Fields(line)
-	}
-	t.Fatalf("%s/args has no command line", dir)
-	return nil
-}
-
-// scenarioDirs lists the scenario folders of a kind, relative to the module root.
+// repoRoot, scenarioArgs and scenarioDirs are testkit's, scenario folders relative to the
+// module root (the tests chdir there).
+func repoRoot(t *testing.T) string                   { return testkit.RepoRoot(t) }
+func scenarioArgs(t *testing.T, dir string) []string { return testkit.ScenarioArgs(t, dir) }
 func scenarioDirs(t *testing.T, kind string) []string {
-	t.Helper()
-	entries, err := os.ReadDir(filepath.Join("testdata", "scenarios", kind))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range entries {
-		if e.IsDir() {
-			out = append(out, filepath.ToSlash(filepath.Join("testdata", "scenarios", kind, e.Name())))
-		}
-	}
-	return out
+	return testkit.ScenarioDirs(t, ".", kind)
 }
 
 // TestScenarios is the fast fidelity suite: every scenario folder runs through Main in-process

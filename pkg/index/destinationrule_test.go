@@ -17,7 +17,7 @@ func drref(ns, name string) provenance.Ref {
 }
 
 // a25Rules are the DestinationRules of istio/istio push_context_test.go
-// TestSetDestinationRuleWithExportTo (spec §8 A25).
+// TestSetDestinationRuleWithExportTo (testdata/scenarios/cluster/a25*).
 func a25Rules() []any {
 	return []any{
 		dr("rule1", "test1", "httpbin.org", exportTo(".", "ns1"), subsets("subset1", "subset2")),
@@ -76,7 +76,7 @@ func TestSetDestinationRuleWithExportTo(t *testing.T) {
 }
 
 func TestSetDestinationRuleMerging(t *testing.T) {
-	// push_context_test.go TestSetDestinationRuleMerging (spec §8 A26).
+	// push_context_test.go TestSetDestinationRuleMerging (testdata/scenarios/cluster/a26*).
 	ix := Build(snapshot(
 		dr("rule1", "test", "httpbin.org", subsets("subset1", "subset2")),
 		dr("rule2", "test", "httpbin.org", subsets("subset3", "subset4")),
@@ -137,9 +137,10 @@ func TestSetDestinationRuleMerging(t *testing.T) {
 }
 
 func TestSetDestinationRuleWithWorkloadSelector(t *testing.T) {
-	// push_context_test.go TestSetDestinationRuleWithWorkloadSelector (spec §8 A27). The
-	// upstream selector rules carry exportTo [test2, .], which validation rejects for a rule
-	// with a workloadSelector; istiod forces their exportTo to "." either way.
+	// push_context_test.go TestSetDestinationRuleWithWorkloadSelector
+	// (testdata/scenarios/cluster/a27*). The upstream selector rules carry exportTo [test2, .],
+	// which validation rejects for a rule with a workloadSelector; istiod forces their exportTo
+	// to "." either way.
 	ix := Build(snapshot(
 		dr("nsRule1", "test", "httpbin.org", created(10), exportTo("test2", "."), drSelector(map[string]string{"app": "app1"}), maxConnections(111)),
 		dr("nsRule2", "test", "httpbin.org", created(11), exportTo("test2", "."), drSelector(map[string]string{"app": "app2"}), maxConnections(33)),
@@ -214,7 +215,7 @@ func TestMergeDestinationRule(t *testing.T) {
 			wantSubsets: []string{"v1", "v2"},
 		},
 		{
-			// [code-derived] destination_rule.go: the superset branch sets appendSeparately,
+			// No Istio test pins this; destination_rule.go: the superset branch sets appendSeparately,
 			// but the "both without selector" branch right after resets it.
 			name: "rule whose exportTo is a strict superset is merged and not kept apart",
 			rules: []any{
@@ -238,8 +239,9 @@ func TestMergeDestinationRule(t *testing.T) {
 			wantSubsets: []string{"v2"},
 		},
 		{
-			// [code-derived] A plain rule whose exportTo equals the selector rule's {"."} is
-			// merged into it and never appended on its own.
+			// No Istio test pins this (docs/semantics/cluster.md#merging): a plain rule whose
+			// exportTo equals the selector rule's {"."} is merged into it and never appended on
+			// its own.
 			name: "plain rule with exportTo . is absorbed by a selector rule",
 			rules: []any{
 				dr("sel", "bookinfo", host, created(2), drSelector(map[string]string{"app": "a"}), subsets("v1")),

@@ -6,7 +6,8 @@
 // It owns: the registry view (Service, Port, Endpoint), Proxy, ConsolidatedRule, Selection.
 // It may import: model, explain, provenance, istio.io/api and client-go types, k8s.io/api types.
 // It must not import cli, render, source, engines, cobra, lipgloss or client-go clients.
-// Reference: shared/spec/cluster.md §1–§2 and §7; istio.io/istio pilot/pkg/model wins on conflicts.
+// The rules it follows: docs/semantics/cluster.md (services in scope, which DestinationRule
+// applies, diagnostics), from istio.io/istio pilot/pkg/model, whose code wins on conflicts.
 //
 // The Istio functions this package reproduces, and where they live in istio/istio:
 //   - registry: pilot/pkg/serviceregistry/kube/conversion.go (ConvertService),

@@ -152,8 +152,9 @@ func (ix *Index) selectionDiagnostics(p *Proxy, svc *Service, list []*drEntry, s
 			if d.hasSelector {
 				continue
 			}
-			// [code-derived] mergeDestinationRule: equal exportTo sets ({"."}) merge the plain
-			// rule into the selector rule and never append it on its own.
+			// No Istio test pins this (docs/semantics/cluster.md#merging); mergeDestinationRule:
+			// equal exportTo sets ({"."}) merge the plain rule into the selector rule and never
+			// append it on its own.
 			msg += fmt.Sprintf("; %s has no workloadSelector but was merged only into the workloadSelector rule, because both have exportTo \".\"", d.ref)
 			fix = fmt.Sprintf("remove spec.exportTo from %s (or list the namespace by name) so istiod keeps it as a rule of its own, or make a workloadSelector match the proxy", d.ref)
 		}

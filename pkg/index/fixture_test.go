@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/mesh-explain/kubectl-mesh-explain/internal/testkit"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
@@ -28,34 +29,16 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // at is a creation timestamp n seconds after a fixed epoch.
 func at(n int) metav1.Time { return metav1.NewTime(epoch.Add(time.Duration(n) * time.Second)) }
 
+// snapshot is testkit.Snapshot with the mesh defaults these tests assume (root namespace
+// istio-system, trust domain cluster.local); a func(*MeshConfig) among objs changes them.
 func snapshot(objs ...any) *model.Snapshot {
 	s := &model.Snapshot{MeshConfig: &meshv1alpha1.MeshConfig{RootNamespace: "istio-system", TrustDomain: "cluster.local"}}
 	for _, o := range objs {
-		switch o := o.(type) {
-		case *corev1.Service:
-			s.Services = append(s.Services, o)
-		case *corev1.Pod:
-			s.Pods = append(s.Pods, o)
-		case *corev1.Namespace:
-			s.Namespaces = append(s.Namespaces, o)
-		case *networkingv1.ServiceEntry:
-			s.ServiceEntries = append(s.ServiceEntries, o)
-		case *networkingv1.WorkloadEntry:
-			s.WorkloadEntries = append(s.WorkloadEntries, o)
-		case *networkingv1.DestinationRule:
-			s.DestinationRules = append(s.DestinationRules, o)
-		case *networkingv1.VirtualService:
-			s.VirtualServices = append(s.VirtualServices, o)
-		case *networkingv1.Sidecar:
-			s.Sidecars = append(s.Sidecars, o)
-		case *securityv1.PeerAuthentication:
-			s.PeerAuthentications = append(s.PeerAuthentications, o)
-		case func(*meshv1alpha1.MeshConfig):
-			o(s.MeshConfig)
-		case nil:
-		default:
-			panic(fmt.Sprintf("snapshot: unsupported %T", o))
+		if f, ok := o.(func(*meshv1alpha1.MeshConfig)); ok {
+			f(s.MeshConfig)
+			continue
 		}
+		testkit.Add(s, o)
 	}
 	s.Sort()
 	return s

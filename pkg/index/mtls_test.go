@@ -26,8 +26,8 @@ func paref(ns, name string) *provenance.Ref {
 func headless(s *corev1.Service) { s.Spec.ClusterIP = corev1.ClusterIPNone }
 
 func TestBestEffortInferServiceMTLSMode(t *testing.T) {
-	// push_context_test.go TestBestEffortInferServiceMTLSMode (spec §8 A19), plus the
-	// inheritance rules of authentication.go addPeerAuthentication.
+	// push_context_test.go TestBestEffortInferServiceMTLSMode (testdata/scenarios/cluster/a19*),
+	// plus the inheritance rules of authentication.go addPeerAuthentication.
 	strictWhole := peerAuthn("default", "whole", paStrict, nil, 0)
 	workloadDisable := peerAuthn("workload-beta-policy", "partial", paDisable, map[string]string{"app": "httpbin", "version": "v1"}, 0)
 	cases := []struct {

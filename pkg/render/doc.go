@@ -8,7 +8,9 @@
 //
 // It owns: Printer, For, Options, ColorMode, the table layout (layout.go: column widths that
 // fit the terminal, cell wrapping, the rows laid out with each cell's escape codes), and every
-// style (theme.go is the only place that builds lipgloss styles).
+// style (theme.go is the only place that builds lipgloss styles). The layout is ours, not
+// lipgloss's table, which styled, wrapped and measured every cell again; its output is byte for
+// byte what lipgloss's table writes for the same cells (TestLayoutMatchesLipglossTable).
 // It may import: explain, provenance; lipgloss, termenv, sigs.k8s.io/yaml, protobuf, and the
 // go-control-plane packages whose types appear inside Clusters as Any (so protojson can print
 // them). It must not import engine, index, source, model or cli.

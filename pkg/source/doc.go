@@ -12,6 +12,16 @@
 // k8s.io/api and apimachinery, YAML and JSON libraries. It must not import cli, render, index,
 // engines, cobra or lipgloss, and it knows nothing about what is computed from its output.
 //
+// Files: a header scan skips the documents a read does not need before they are parsed, and
+// the position tree of a document is built only when a position is asked for. Live: the reads
+// run concurrently; each listed object is decoded once as the response streams in (Pods and
+// Services from protobuf, item by item, without managedFields and without the Pod fields
+// nothing reads; the pages of Istio's kinds with json-iterator); Istio specs go through
+// protojson where it decodes them as the legacy jsonpb decoder does, else through jsonpb;
+// VirtualServices, and the DestinationRules that cannot apply to the host explained, are
+// decoded only in the fields that are read of them (Spec.DestinationRuleInFull,
+// Spec.VirtualServiceNeeded). Bad objects and refused reads become load issues, not failures.
+//
 // Reference: istio.io/istio pkg/config/mesh (DefaultMeshConfig, ApplyMeshConfig),
 // pkg/config/mesh/kubemesh (the mesh ConfigMap), pilot/pkg/bootstrap/mesh.go (its name per
 // revision); k8s.io/apimachinery pkg/util/yaml (how kubectl splits YAML streams).

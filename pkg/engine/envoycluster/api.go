@@ -3,12 +3,17 @@
 //
 // It owns: traffic policy layering (mesh baseline, top level, portLevelSettings, subsets), the
 // TrafficPolicy to Cluster field mapping, TLS and auto-mTLS, the origin of every field, and the
-// layering, load-balancer and TLS diagnostics of spec §7. Service scope, DestinationRule
-// selection and merging, and the host and route diagnostics are package index's; Explain joins
-// the two.
+// layering, load-balancer and TLS diagnostics (docs/semantics/cluster.md#diagnostics). Service
+// scope, DestinationRule selection and merging, and the host and route diagnostics are package
+// index's; Explain joins the two.
 // It may import: index, model, explain, provenance, go-control-plane Envoy types, istio.io/api types.
 // It must not import cli, render, source, cobra, lipgloss or client-go.
-// Reference: shared/spec/cluster.md; the code of istio.io/istio (the version conformance/ pins) wins.
+// The rules it follows: docs/semantics/cluster.md, with the file and function of istio.io/istio
+// (the version conformance/go.mod pins) behind each; where they differ, Istio's code wins.
+//
+// Entry points: Explain answers one host; an Explainer keeps the index and the proxy's scope
+// across the hosts it is asked about, and keeps each cluster's field traces against those of an
+// earlier cluster with the same paths until ResolvePositions expands them (docs/performance.md).
 package envoycluster
 
 import (
@@ -68,7 +73,8 @@ type NamespaceMTLS struct {
 	Origin provenance.Origin
 }
 
-// Flags are the istiod feature flags that change CDS (spec §0.3). DefaultFlags returns istiod's
+// Flags are the istiod feature flags that change CDS (docs/semantics/cluster.md#feature-flags,
+// pilot/pkg/features). DefaultFlags returns istiod's
 // defaults; the zero value is not meaningful.
 type Flags struct {
 	// AutoSendUnhealthyEndpoints is PILOT_AUTO_SEND_UNHEALTHY_ENDPOINTS (default true).

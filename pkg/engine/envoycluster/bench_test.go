@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/mesh-explain/kubectl-mesh-explain/hack/meshgen/gen"
+	"github.com/mesh-explain/kubectl-mesh-explain/internal/testkit/meshgen"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/envoycluster"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
@@ -20,13 +20,13 @@ import (
 
 type benchMesh struct {
 	snap    *model.Snapshot
-	queries gen.Queries
-	sizes   gen.Sizes
+	queries meshgen.Queries
+	sizes   meshgen.Sizes
 	// every is the index of BenchmarkClusterEveryClusterOfProxy with the number of clusters and
 	// diagnostics it builds, built and checked once: -count repeats the measurement, not the
 	// check. The checked clusters are not kept: they would be live heap the measured builds'
 	// collections scan, which a process that builds every cluster once does not have.
-	every    *gen.EveryClusterBench
+	every    *meshgen.EveryClusterBench
 	clusters int
 	diags    int
 }
@@ -44,8 +44,8 @@ func meshAt(b *testing.B, scale float64) *benchMesh {
 	if m, ok := benchMeshes[scale]; ok {
 		return m
 	}
-	cfg := gen.Config{Seed: 1, Sizes: gen.Scaled(scale)}
-	snap, m, err := gen.LoadSnapshot(cfg)
+	cfg := meshgen.Config{Seed: 1, Sizes: meshgen.Scaled(scale)}
+	snap, m, err := meshgen.LoadSnapshot(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func meshAt(b *testing.B, scale float64) *benchMesh {
 
 // eachScale runs fn as a sub-benchmark per scale.
 func eachScale(b *testing.B, fn func(b *testing.B, m *benchMesh)) {
-	scales, err := gen.BenchScales()
+	scales, err := meshgen.BenchScales()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func eachScale(b *testing.B, fn func(b *testing.B, m *benchMesh)) {
 	}
 }
 
-func clusterQuery(q gen.Queries) envoycluster.Query {
+func clusterQuery(q meshgen.Queries) envoycluster.Query {
 	return envoycluster.Query{
 		Host:      q.Host,
 		Namespace: q.ClientNamespace,
@@ -110,11 +110,11 @@ func BenchmarkClusterIndexBuild(b *testing.B) {
 // and Istio's by turns in one process). The index is built once, as istiod builds its
 // PushContext once; an Explainer then takes each host through the steps Explain takes for it
 // (scope, DestinationRule selection and its diagnostics, host and route diagnostics, mTLS
-// inference, one build per port): gen.EveryClusterBench.
+// inference, one build per port): meshgen.EveryClusterBench.
 func BenchmarkClusterEveryClusterOfProxy(b *testing.B) {
 	eachScale(b, func(b *testing.B, m *benchMesh) {
 		if m.every == nil {
-			eb, err := gen.NewEveryClusterBench(m.snap, m.queries)
+			eb, err := meshgen.NewEveryClusterBench(m.snap, m.queries)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -11,7 +11,8 @@ import (
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
 )
 
-// §7: the layering, load-balancer and TLS diagnostics, one rule per case.
+// The layering, load-balancer and TLS diagnostics (docs/semantics/cluster.md#diagnostics), one
+// rule per case.
 func TestClusterDiagnostics(t *testing.T) {
 	tcpPort := index.Port{Name: "tcp", Number: 7070, Protocol: "TCP"}
 	cookieHash := &networking.LoadBalancerSettings{LbPolicy: &networking.LoadBalancerSettings_ConsistentHash{ConsistentHash: &networking.LoadBalancerSettings_ConsistentHashLB{

@@ -312,7 +312,8 @@ func (b *builder) resolveSubset(def *effective, i int, d *diagnostics) *effectiv
 		if len(lost) > 0 {
 			b.diagPortDrops(d, lost, sSrc, pSrc, subPolicy, "the subset's top-level policy")
 		}
-		// The mesh baseline is not re-applied to a subset port-level entry. [code-derived]
+		// The mesh baseline is not re-applied to a subset port-level entry
+		// (docs/semantics/cluster.md#subsets; no Istio test pins it).
 		mdtp := b.mesh.GetDefaultTrafficPolicy()
 		for _, k := range []block{bConnectionPool, bOutlierDetection} {
 			meshHas := (k == bConnectionPool && mdtp.GetConnectionPool() != nil) || (k == bOutlierDetection && mdtp.GetOutlierDetection() != nil)

@@ -9,7 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	networking "istio.io/api/networking/v1alpha3"
 
-	"github.com/mesh-explain/kubectl-mesh-explain/hack/meshgen/gen"
+	"github.com/mesh-explain/kubectl-mesh-explain/internal/testkit/meshgen"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/envoycluster"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/internal/explaintest"
@@ -155,9 +155,9 @@ func TestTracesMatchClusters(t *testing.T) {
 }
 
 // smallMesh is the generated mesh of the tests (200 Services) and its queries.
-func smallMesh(t *testing.T) (*model.Snapshot, gen.Queries) {
+func smallMesh(t *testing.T) (*model.Snapshot, meshgen.Queries) {
 	t.Helper()
-	snap, m, err := gen.LoadSnapshot(gen.Config{Seed: 1, Sizes: gen.Scaled(0.02)})
+	snap, m, err := meshgen.LoadSnapshot(meshgen.Config{Seed: 1, Sizes: meshgen.Scaled(0.02)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,9 +165,9 @@ func smallMesh(t *testing.T) (*model.Snapshot, gen.Queries) {
 }
 
 // everyClusterBench is the index of snap and the client proxy of queries in it.
-func everyClusterBench(t *testing.T, snap *model.Snapshot, queries gen.Queries) *gen.EveryClusterBench {
+func everyClusterBench(t *testing.T, snap *model.Snapshot, queries meshgen.Queries) *meshgen.EveryClusterBench {
 	t.Helper()
-	eb, err := gen.NewEveryClusterBench(snap, queries)
+	eb, err := meshgen.NewEveryClusterBench(snap, queries)
 	if err != nil {
 		t.Fatal(err)
 	}

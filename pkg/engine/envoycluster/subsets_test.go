@@ -42,7 +42,8 @@ func TestSubsetClustersOnEDS(t *testing.T) {
 	requireOrigin(t, all[1], "edsClusterConfig.serviceName", provenance.LayerIstioDefault, "")
 }
 
-// §3.2: a subset inherits the DestinationRule's blocks it does not set, and its own
+// docs/semantics/cluster.md#subsets: a subset inherits the DestinationRule's blocks it does not
+// set, and its own
 // portLevelSettings entry replaces the four port blocks wholesale.
 func TestSubsetLayering(t *testing.T) {
 	top := &networking.TrafficPolicy{
@@ -110,7 +111,8 @@ func TestSubsetLayering(t *testing.T) {
 	})
 }
 
-// §3.2 L0→L1: util.go GetPortLevelTrafficPolicy. A portLevelSettings entry replaces the whole
+// docs/semantics/cluster.md#port-level-settings, util.go GetPortLevelTrafficPolicy. A
+// portLevelSettings entry replaces the whole
 // top-level policy for its port.
 func TestPortLevelSettingsReplaceTheTopLevelPolicy(t *testing.T) {
 	r := rule(&networking.DestinationRule{Host: fooHost, TrafficPolicy: &networking.TrafficPolicy{

@@ -827,7 +827,8 @@ func hasEndpoint(eps []index.Endpoint, ep *index.Endpoint) bool {
 	return false
 }
 
-// tlsDiagnostics reports the TLS conflicts of spec §6.5 (D19) and TLS origination without SNI
+// tlsDiagnostics reports the TLS conflicts (D19, docs/semantics/cluster.md#tls-conflicts) and
+// TLS origination without SNI
 // on non-HTTP ports (D32).
 func (st *clusterState) tlsDiagnostics(user *networking.ClientTLSSettings, ts *tlsSettings, mode index.MTLSMode) {
 	b := st.b

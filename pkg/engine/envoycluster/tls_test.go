@@ -279,9 +279,9 @@ func TestIstioMutualDefaultSNI(t *testing.T) {
 	}
 }
 
-// §6.2: auto-mTLS is off for MESH_EXTERNAL hosts, DISABLE namespaces and passthrough services
-// whose endpoints lack sidecars; on for headless services whose endpoints all have sidecars,
-// with a plain transport socket (ORIGINAL_DST).
+// docs/semantics/cluster.md#auto-mtls: auto-mTLS is off for MESH_EXTERNAL hosts, DISABLE
+// namespaces and passthrough services whose endpoints lack sidecars; on for headless services
+// whose endpoints all have sidecars, with a plain transport socket (ORIGINAL_DST).
 func TestAutoMTLSInference(t *testing.T) {
 	istioCtx := istioMutualContext("outbound_.8080_._."+fooHost, alpnMesh, fooSA)
 	cases := []struct {
@@ -335,7 +335,8 @@ func TestAutoMTLSInference(t *testing.T) {
 	}
 }
 
-// §4.6: cluster_traffic_policy_test.go TestApplyUpstreamProxyProtocol.
+// docs/semantics/cluster.md#proxy-protocol-and-retry-budget; cluster_traffic_policy_test.go
+// TestApplyUpstreamProxyProtocol.
 func TestProxyProtocolWrapsEveryTransportSocket(t *testing.T) {
 	pp := &networking.TrafficPolicy_ProxyProtocol{Version: networking.TrafficPolicy_ProxyProtocol_V2}
 	wrap := func(inner *corev3.TransportSocket) *corev3.TransportSocket {

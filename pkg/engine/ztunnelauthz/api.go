@@ -7,7 +7,8 @@
 // It may import: model, explain, provenance; istio.io/api and istio.io/client-go API types;
 // k8s.io/api and k8s.io/apimachinery types; sigs.k8s.io/yaml.
 // It must not import cli, render, source, cobra, lipgloss or client-go clients.
-// Reference: shared/spec/authz.md; the code of istio.io/istio (the version conformance/ pins) wins.
+// The rules it follows: docs/semantics/authz.md, with the file and function of istio.io/istio
+// (the version conformance/go.mod pins) behind each; where they differ, Istio's code wins.
 //
 // Entry points: Explain (one Result per pod; the objects of the workload's key list are marked
 // Listed, in order, and render's -o ztunnel prints them), and the

@@ -6,7 +6,7 @@ import (
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 
-	"github.com/mesh-explain/kubectl-mesh-explain/hack/meshgen/gen"
+	"github.com/mesh-explain/kubectl-mesh-explain/internal/testkit/meshgen"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/ztunnelauthz"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/internal/explaintest"
 )
@@ -16,14 +16,14 @@ import (
 // at the scales MESH_EXPLAIN_BENCH_SCALE lists (1 is 10,000 Services), loaded from files as `-f`
 // does. Sub-benchmarks are named services=N; hack/meshgen report reads that name.
 func BenchmarkAuthzExplainWorkload(b *testing.B) {
-	scales, err := gen.BenchScales()
+	scales, err := meshgen.BenchScales()
 	if err != nil {
 		b.Fatal(err)
 	}
 	for _, scale := range scales {
-		cfg := gen.Config{Seed: 1, Sizes: gen.Scaled(scale)}
+		cfg := meshgen.Config{Seed: 1, Sizes: meshgen.Scaled(scale)}
 		snap := snapshotAt(b, cfg)
-		qs := gen.QueriesFor(cfg)
+		qs := meshgen.QueriesFor(cfg)
 		q := ztunnelauthz.Query{Namespace: qs.AuthzNamespace, Workload: ztunnelauthz.WorkloadRef{Kind: "pod", Name: qs.AuthzPod}}
 		b.Run(fmt.Sprintf("services=%d", cfg.Sizes.Services), func(b *testing.B) {
 			res, err := ztunnelauthz.Explain(snap, q)
@@ -47,14 +47,14 @@ func BenchmarkAuthzExplainWorkload(b *testing.B) {
 
 // snapshots are the loaded meshes by scale, kept for the whole test binary so that -count
 // repeats the measurement, not the load.
-var snapshots = map[gen.Sizes]*model.Snapshot{}
+var snapshots = map[meshgen.Sizes]*model.Snapshot{}
 
-func snapshotAt(b *testing.B, cfg gen.Config) *model.Snapshot {
+func snapshotAt(b *testing.B, cfg meshgen.Config) *model.Snapshot {
 	b.Helper()
 	if s, ok := snapshots[cfg.Sizes]; ok {
 		return s
 	}
-	s, _, err := gen.LoadSnapshot(cfg)
+	s, _, err := meshgen.LoadSnapshot(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,7 +16,8 @@ import (
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
 
-// chain is the effective PeerAuthentication of one workload (spec a).
+// chain is the effective PeerAuthentication of one workload
+// (docs/semantics/authz.md#the-effective-peerauthentication).
 type chain struct {
 	root string
 	// candidates are fetchPeerAuthentications' picks, in snapshot (name) order.

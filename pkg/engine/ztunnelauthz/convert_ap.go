@@ -286,7 +286,8 @@ func handleRule(action Action, rule *v1beta1.Rule, ruleNs string, i int, o origi
 			message: "rule is null; treated as an empty rule (matches everything)", fix: "remove the null entry"})
 	}
 	httpFound := map[string]bool{}
-	// Per-rule bookkeeping for the plain-language DENY judgement (spec c.4).
+	// Per-rule bookkeeping for the plain-language DENY judgement
+	// (docs/semantics/authz.md#degenerate-rules).
 	var strippedEntries, lostEntries []string
 
 	gb := &groupBuilder{origin: o.at(rp, "")}

@@ -24,9 +24,10 @@ func strictPortGroup(p string) string {
 	return "- rules:\n  - matches:\n    - destinationPorts:\n      - " + p + "\n      notPrincipals:\n      - presence: {}\n"
 }
 
-// TestPeerAuthenticationAppendix pins the extra cases of the spec appendix (E1-E8) and the
-// selection checks: the converted policy (convertPeerAuthentication) and the workload's keys
-// (convertedSelectorPeerAuthentications), computed independently as istiod does.
+// TestPeerAuthenticationAppendix pins the worked cases E1-E8 and the selection cases of
+// docs/semantics/authz.md#worked-cases: the converted policy (convertPeerAuthentication) and
+// the workload's keys (convertedSelectorPeerAuthentications), computed independently as istiod
+// does.
 func TestPeerAuthenticationAppendix(t *testing.T) {
 	wl := func() paB { return peerAuth("foo", "workload").selector("app", "a").created(20) }
 	ns := func() paB { return peerAuth("foo", "ns-policy").created(10) }
@@ -108,7 +109,8 @@ func TestPeerAuthenticationAppendix(t *testing.T) {
 	}
 }
 
-// TestSelectionChecks pins the spec's selection checks through the whole workload
+// TestSelectionChecks pins the selection cases of docs/semantics/authz.md#worked-cases through
+// the whole workload
 // computation (candidates, levels, oldest-wins).
 func TestSelectionChecks(t *testing.T) {
 	pod := newPod("foo", "a", "app", "a")
@@ -148,7 +150,8 @@ func TestSelectionChecks(t *testing.T) {
 	}
 }
 
-// TestAuthorizationPolicyChecks pins the spec's AuthorizationPolicy checks and the status
+// TestAuthorizationPolicyChecks pins the AuthorizationPolicy cases of
+// docs/semantics/authz.md#worked-cases and the status
 // texts of authorization.go.
 func TestAuthorizationPolicyChecks(t *testing.T) {
 	cases := []struct {

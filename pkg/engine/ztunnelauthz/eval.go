@@ -57,7 +57,8 @@ func evalGroup(g *Group, c conn) tri {
 }
 
 // evalClause: any non-empty match; empty matches are skipped, so a clause of only `{}` never
-// matches. This is why an HTTP-only `when` makes a DENY rule a no-op (spec c.4).
+// matches. This is why an HTTP-only `when` makes a DENY rule a no-op
+// (docs/semantics/authz.md#degenerate-rules).
 func evalClause(r *Rules, c conn) tri {
 	if len(r.Matches) == 0 {
 		return triYes

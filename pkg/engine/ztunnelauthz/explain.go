@@ -312,8 +312,8 @@ func (w *workload) relevantAP(ap *securityv1.AuthorizationPolicy) bool {
 }
 
 // notAppliedSections lists the policies of the pod's and the root namespace that could have
-// reached the pod but do not (spec d, item iii): dry-run, AUDIT/CUSTOM, empty selector, other
-// revisions; and, for -o wide, selector policies that do not select it.
+// reached the pod but do not (docs/semantics/authz.md#the-key-list): dry-run, AUDIT/CUSTOM,
+// empty selector, other revisions; and, for -o wide, selector policies that do not select it.
 func (w *workload) notAppliedSections() []explain.Section {
 	main := explain.Section{Title: "Not applied", Columns: []string{"POLICY", "WHY"}}
 	wide := explain.Section{Title: "Not selecting this workload", Columns: []string{"POLICY", "WHY"}, Wide: true}
@@ -355,7 +355,8 @@ func (w *workload) notAppliedSections() []explain.Section {
 	return out
 }
 
-// keyDiagnostics reports the mismatches between the key list and the pool (spec b.4).
+// keyDiagnostics reports the mismatches between the key list and the pool
+// (docs/semantics/authz.md#keys-and-conversion-disagree).
 func (w *workload) keyDiagnostics() []explain.Diagnostic {
 	var out []explain.Diagnostic
 	podName := w.pod.Namespace + "/" + w.pod.Name

@@ -58,7 +58,8 @@ func service(ns, name string, port, target int32, kv ...string) *corev1.Service 
 		Spec: corev1.ServiceSpec{Selector: labelsOf(kv...), Ports: []corev1.ServicePort{{Port: port, TargetPort: intstr.FromInt32(target)}}}}
 }
 
-// TestExplainDiagnostics pins, per rule of the spec, the diagnostics a workload gets.
+// TestExplainDiagnostics pins, per rule of docs/semantics/authz.md, the diagnostics a workload
+// gets.
 func TestExplainDiagnostics(t *testing.T) {
 	pod := newPod("foo", "a", "app", "a")
 	rootStrict := peerAuth(rootNs, "default").mode(strict)

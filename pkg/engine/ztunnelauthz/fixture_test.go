@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/mesh-explain/kubectl-mesh-explain/internal/testkit"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 )
 
@@ -107,23 +108,13 @@ func snapshot(objs ...any) *model.Snapshot {
 	for _, o := range objs {
 		switch x := o.(type) {
 		case paB:
-			s.PeerAuthentications = append(s.PeerAuthentications, x.PeerAuthentication)
-		case *securityv1.PeerAuthentication:
-			s.PeerAuthentications = append(s.PeerAuthentications, x)
-		case *securityv1.AuthorizationPolicy:
-			s.AuthorizationPolicies = append(s.AuthorizationPolicies, x)
+			o = x.PeerAuthentication
 		case podB:
-			s.Pods = append(s.Pods, x.Pod)
-		case *corev1.Pod:
-			s.Pods = append(s.Pods, x)
+			o = x.Pod
 		case *corev1.Namespace:
-			s.Namespaces = append(s.Namespaces, x)
 			haveNs[x.Name] = true
-		case *corev1.Service:
-			s.Services = append(s.Services, x)
-		default:
-			panic("snapshot: unsupported object")
 		}
+		testkit.Add(s, o)
 	}
 	if !haveNs["foo"] {
 		s.Namespaces = append(s.Namespaces, namespace("foo", dataplaneModeLabel, dataplaneModeAmbient))

@@ -153,7 +153,8 @@ func (w *workload) readingSection() explain.Section {
 			label += " (" + strings.Join(p.notes, "; ") + ")"
 		}
 		// Intended mode vs what the listed DENY policies actually do to plaintext: in ambient
-		// PeerAuthentication exists only as those DENY policies (spec f).
+		// PeerAuthentication exists only as those DENY policies
+		// (docs/semantics/authz.md#permissive-strict-and-waypoints).
 		mode, from := w.chain.intendedMode(w.snap, p.num)
 		says := modeText(mode) + " from " + from
 		if from == "" {
@@ -327,7 +328,8 @@ func (w *workload) waypointPolicySection() *explain.Section {
 	return &s
 }
 
-// waypointSection carries the notes of spec (f): which identity ztunnel sees behind a
+// waypointSection carries the notes of docs/semantics/authz.md#permissive-strict-and-waypoints:
+// which identity ztunnel sees behind a
 // waypoint, and how traffic can bypass it.
 func (w *workload) waypointSection() *explain.Section {
 	s := explain.Section{Title: "Waypoint", Columns: []string{"NOTE"}}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mesh-explain/kubectl-mesh-explain/internal/testkit"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/internal/golden"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
@@ -22,22 +23,11 @@ import (
 // the command, e.g. `authz pod/a -n foo` or `authz -l app=a -n foo`.
 func parseArgs(t *testing.T, path string) (title string, q Query) {
 	t.Helper()
-	data, err := os.ReadFile(path)
+	a, err := testkit.ReadArgs(filepath.Dir(path))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cmd string
-	for _, l := range strings.Split(string(data), "\n") {
-		l = strings.TrimSpace(l)
-		switch {
-		case strings.HasPrefix(l, "#"):
-			if title == "" {
-				title = strings.TrimSpace(strings.TrimPrefix(l, "#"))
-			}
-		case l != "" && cmd == "":
-			cmd = l
-		}
-	}
+	title, cmd := a.Title, strings.Join(a.Command, " ")
 	f := strings.Fields(cmd)
 	if len(f) == 0 || f[0] != "authz" {
 		t.Fatalf("%s: command %q is not an authz command", path, cmd)
@@ -103,7 +93,7 @@ func runScenario(t *testing.T, dir string) ([]*explain.Result, string) {
 // TestScenarios runs Explain over every testdata/scenarios/authz folder and compares the
 // `-o ztunnel` output with want.ztunnel.yaml (-update or UPDATE_GOLDEN=1 rewrites it).
 func TestScenarios(t *testing.T) {
-	root := filepath.Join(repoRoot(t), "testdata", "scenarios", "authz")
+	root := filepath.Join(testkit.RepoRoot(t), "testdata", "scenarios", "authz")
 	entries, err := os.ReadDir(root)
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +120,7 @@ func TestScenarios(t *testing.T) {
 }
 
 // requireEveryFieldTraced fails when a populated leaf of a generated Authorization has no
-// origin (R5).
+// origin: every field an engine generates says where it came from (docs/origins.md).
 func requireEveryFieldTraced(t *testing.T, r *explain.Result) {
 	t.Helper()
 	for _, o := range r.Objects {

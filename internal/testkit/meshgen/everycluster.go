@@ -1,4 +1,4 @@
-package gen
+package meshgen
 
 import (
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/envoycluster"

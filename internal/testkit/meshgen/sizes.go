@@ -1,12 +1,12 @@
-// Package gen generates a synthetic Istio mesh for the performance benchmark: Namespaces,
-// Services, Pods with labels and IPs, DestinationRules, VirtualServices, PeerAuthentications and
-// AuthorizationPolicies, seeded and reproducible.
+// Package meshgen generates a synthetic Istio mesh for the benchmarks and for the tests that
+// need a large mesh: Namespaces, Services, Pods with labels and IPs, DestinationRules,
+// VirtualServices, PeerAuthentications and AuthorizationPolicies, seeded and reproducible.
 //
 // Every object is a function of the seed, its kind and its index only, so a mesh of a smaller
 // size is a prefix of a mesh of a larger size: growing a cluster from one size to the next only
 // adds objects. The same objects go to a live API server (hack/meshgen load) and to files
 // (hack/meshgen files, WriteFiles) so live and offline runs explain the same mesh.
-package gen
+package meshgen
 
 import (
 	"fmt"
