@@ -7,8 +7,10 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/sidecarauthz"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/ztunnelauthz"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
@@ -21,7 +23,7 @@ import (
 const FormatZtunnel = render.FormatZtunnel
 
 // AuthzFormats are the -o values of `authz`.
-var AuthzFormats = []string{render.FormatTable, render.FormatWide, render.FormatJSON, render.FormatYAML, FormatZtunnel}
+var AuthzFormats = []string{render.FormatTable, render.FormatWide, render.FormatJSON, render.FormatYAML, FormatZtunnel, render.FormatEnvoy}
 
 // AuthzOptions are the inputs of `authz pod/NAME | deployment/NAME | -l SELECTOR`.
 type AuthzOptions struct {
@@ -32,7 +34,8 @@ type AuthzOptions struct {
 	// Selector is -l.
 	Selector string
 
-	// Load reads the snapshot (source.Load); Explain is the engine (ztunnelauthz.Explain).
+	// Load reads the snapshot (source.Load); Explain is the engine
+	// (ExplainAuthz: ztunnel or sidecar, per pod).
 	Load    LoadFunc
 	Explain func(*model.Snapshot, ztunnelauthz.Query) ([]*explain.Result, error)
 
@@ -46,12 +49,20 @@ func NewCmdAuthz(common *CommonOptions, runF func(context.Context, *AuthzOptions
 	o := &AuthzOptions{CommonOptions: common, Output: render.FormatTable}
 	cmd := &cobra.Command{
 		Use:   "authz (pod/NAME | deployment/NAME | -l SELECTOR)",
-		Short: "Show the ztunnel Authorizations of an ambient workload, and where every rule comes from",
+		Short: "Show who gets into a workload (ztunnel or sidecar), and where every rule comes from",
 		Long: longDesc(`
-			Show the Authorizations istiod sends to ztunnel for an ambient workload, and where every
-			group, rule and match comes from: the AuthorizationPolicies of the root namespace, the
-			workload's namespace and its selector, the effective PeerAuthentication (mesh,
-			namespace and workload level, with port-level mTLS), and istiod's static STRICT policy.
+			Show what decides who gets into a workload, and where every rule comes from. The
+			data plane of each pod decides the answer:
+
+			- an ambient pod: the Authorizations istiod sends to ztunnel, every group, rule and
+			  match traced to the AuthorizationPolicies of the root namespace, the workload's
+			  namespace and its selector, the effective PeerAuthentication (mesh, namespace and
+			  workload level, with port-level mTLS), and istiod's static STRICT policy;
+			- a pod with a sidecar (the sidecar.istio.io/status annotation): the filter chains of
+			  the sidecar's inbound listener (virtualInbound) per port, TLS or plaintext from the
+			  effective PeerAuthentication, and the RBAC and ext_authz filters istiod builds from
+			  the AuthorizationPolicies, every permission and principal traced to its field;
+			- a pod with neither is not captured by ztunnel, and the answer says so.
 
 			The workload is a pod, the pods of a deployment, or the pods a label selector matches,
 			in the -n namespace. With several pods, json and yaml print a List.
@@ -61,8 +72,10 @@ func NewCmdAuthz(common *CommonOptions, runF func(context.Context, *AuthzOptions
 			nothing is printed and the command fails, naming what could not be read and why.
 
 			Output formats: table (default), wide (adds what each value overrode), json and yaml
-			(the explanation document, docs/output.md), ztunnel (the Authorizations as istiod
-			sends them, in their proto JSON spelling as YAML).`),
+			(the explanation document, docs/output.md), ztunnel for an ambient pod (the
+			Authorizations as istiod sends them, in their proto JSON spelling as YAML), envoy for a
+			sidecar pod (the virtualInbound filter chains with their authorization filters, in
+			protojson, in istiod's order).`),
 		Example: examples(`
 			# The authorization of one pod
 			kubectl mesh-explain authz pod/productpage-v1-6b746f74dc-2r8hz -n bookinfo
@@ -71,7 +84,10 @@ func NewCmdAuthz(common *CommonOptions, runF func(context.Context, *AuthzOptions
 			kubectl mesh-explain authz deployment/reviews-v1 -n bookinfo -o yaml
 
 			# Pods by label, offline from manifests, as the Authorizations ztunnel receives
-			kubectl mesh-explain authz -l app=ratings -n bookinfo -f manifests/ -R -o ztunnel`),
+			kubectl mesh-explain authz -l app=ratings -n bookinfo -f manifests/ -R -o ztunnel
+
+			# A sidecar pod, offline, as the inbound filter chains its sidecar receives
+			kubectl mesh-explain authz pod/productpage-v1 -n bookinfo -f manifests/ -R -o envoy`),
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usageErrorf(cmd, "authz takes one pod/NAME or deployment/NAME, got %d arguments", len(args))
@@ -110,7 +126,7 @@ func (o *AuthzOptions) Complete(cmd *cobra.Command, args []string) error {
 		o.Load = source.Load
 	}
 	if o.Explain == nil {
-		o.Explain = ztunnelauthz.Explain
+		o.Explain = ExplainAuthz
 	}
 	switch {
 	case len(args) == 1 && o.Selector != "":
@@ -165,7 +181,10 @@ func (o *AuthzOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if o.Output == FormatZtunnel {
+	if err := o.checkFormat(results); err != nil {
+		return err
+	}
+	if o.Output == FormatZtunnel || o.Output == render.FormatEnvoy {
 		for _, r := range results {
 			reportWarnings(o.ErrOut, r.Warnings, printed)
 		}
@@ -189,4 +208,50 @@ func parseWorkload(s string) (ztunnelauthz.WorkloadRef, error) {
 		return ztunnelauthz.WorkloadRef{Kind: "deployment", Name: name}, nil
 	}
 	return ztunnelauthz.WorkloadRef{}, fmt.Errorf("unknown kind %q (want pod/NAME or deployment/NAME)", kind)
+}
+
+// ExplainAuthz explains each pod with the engine of its data plane: a pod with a sidecar (the
+// sidecar.istio.io/status annotation; istio-cni never captures such a pod) gets the sidecar
+// answer, every other pod the ztunnel answer (which says when a pod is not captured).
+func ExplainAuthz(snap *model.Snapshot, q ztunnelauthz.Query) ([]*explain.Result, error) {
+	results, err := ztunnelauthz.Explain(snap, q)
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range results {
+		if pod := resultPod(snap, r); pod != nil && sidecarauthz.HasSidecar(pod) {
+			results[i] = sidecarauthz.ExplainPod(snap, pod)
+		}
+	}
+	return results, nil
+}
+
+// resultPod is the pod a Result is about.
+func resultPod(snap *model.Snapshot, r *explain.Result) *corev1.Pod {
+	name := strings.TrimPrefix(r.Subject.Workload, "pod/")
+	for _, p := range snap.Pods {
+		if p.Namespace == r.Subject.Namespace && p.Name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+// isSidecarResult reports whether a Result is the sidecar answer.
+func isSidecarResult(r *explain.Result) bool {
+	return len(r.Sections) > 0 && r.Sections[0].Title == sidecarauthz.DataPlaneSection
+}
+
+// checkFormat rejects -o ztunnel for a sidecar pod and -o envoy for any other pod, naming the
+// format that fits.
+func (o *AuthzOptions) checkFormat(results []*explain.Result) error {
+	for _, r := range results {
+		switch {
+		case o.Output == FormatZtunnel && isSidecarResult(r):
+			return &UsageError{Err: fmt.Errorf("%s has a sidecar, which ztunnel does not serve: use -o envoy for its inbound filter chains", r.Subject.Workload)}
+		case o.Output == render.FormatEnvoy && !isSidecarResult(r):
+			return &UsageError{Err: fmt.Errorf("%s has no sidecar (-o envoy shows a sidecar's inbound filter chains): use -o ztunnel for the Authorizations ztunnel gets", r.Subject.Workload)}
+		}
+	}
+	return nil
 }

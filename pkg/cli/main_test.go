@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/sidecarauthz"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
@@ -30,8 +31,8 @@ func TestUsageErrors(t *testing.T) {
 			"error: cluster takes exactly one HOST[:PORT] argument, got 2", "kubectl mesh-explain cluster HOST[:PORT] [flags]"},
 		{"unknown output format lists the allowed ones", []string{"cluster", "reviews", "-o", "xml"},
 			`error: unknown output format "xml" (allowed formats: table, wide, json, yaml, envoy)`, "kubectl mesh-explain cluster HOST[:PORT] [flags]"},
-		{"authz does not print envoy", []string{"authz", "pod/a", "-o", "envoy"},
-			`error: unknown output format "envoy" (allowed formats: table, wide, json, yaml, ztunnel)`,
+		{"authz lists its formats", []string{"authz", "pod/a", "-o", "xml"},
+			`error: unknown output format "xml" (allowed formats: table, wide, json, yaml, ztunnel, envoy)`,
 			"kubectl mesh-explain authz (pod/NAME | deployment/NAME | -l SELECTOR) [flags]"},
 		{"cluster does not print ztunnel", []string{"cluster", "reviews", "-o", "ztunnel"},
 			`error: unknown output format "ztunnel" (allowed formats: table, wide, json, yaml, envoy)`, "kubectl mesh-explain cluster HOST[:PORT] [flags]"},
@@ -233,6 +234,10 @@ func TestHelpExamplesParse(t *testing.T) {
 			n++
 			args := strings.Fields(strings.TrimPrefix(line, "kubectl mesh-explain "))
 			f := &fakes{authzResults: []*explain.Result{{Subject: explain.Subject{Kind: "Workload"}}}}
+			if strings.Contains(line, " authz ") && strings.Contains(line, "-o envoy") {
+				// -o envoy answers only for a sidecar pod.
+				f.authzResults[0].Sections = []explain.Section{{Title: sidecarauthz.DataPlaneSection}}
+			}
 			// Force files mode so no example reaches a cluster; keep the example's own -f.
 			if !containsFlag(args, "-f") {
 				args = append(args, "-f", "x.yaml")

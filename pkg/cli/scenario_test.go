@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -29,21 +30,38 @@ func TestScenarios(t *testing.T) {
 	for _, kind := range []struct{ dir, format, want string }{
 		{"cluster", "envoy", "want.envoy.json"},
 		{"authz", FormatZtunnel, "want.ztunnel.yaml"},
+		{"sidecar", "envoy", "want.envoy.json"},
 	} {
 		dirs := scenarioDirs(t, kind.dir)
-		if len(dirs) == 0 {
+		if len(dirs) == 0 && kind.dir != "sidecar" {
 			t.Errorf("no scenarios under testdata/scenarios/%s", kind.dir)
 		}
 		for _, dir := range dirs {
 			t.Run(kind.dir+"/"+filepath.Base(dir), func(t *testing.T) {
 				args := append(scenarioArgs(t, dir), "-f", dir, "-o", kind.format)
 				r := runMain(t, "", args...)
+				if kind.dir == "authz" && r.code == ExitUsage && strings.Contains(r.stderr, "has a sidecar") {
+					// istiod still sends ztunnel a policy list for a sidecar pod (the want file,
+					// generated from Istio), but ztunnel never enforces it: the command answers
+					// with the sidecar and refuses -o ztunnel, naming -o envoy.
+					if !strings.Contains(r.stderr, "use -o envoy") {
+						t.Errorf("the usage error does not name -o envoy:\n%s", r)
+					}
+					return
+				}
 				if r.code != ExitOK {
 					t.Fatalf("kubectl mesh-explain %s\n%s", strings.Join(args, " "), r)
 				}
 				want := filepath.Join(dir, kind.want)
 				_, err := os.Stat(want)
 				switch {
+				case errors.Is(err, fs.ErrNotExist) && kind.dir == "sidecar" && !golden.Update():
+					// A sidecar scenario whose want file the conformance module has not generated
+					// yet: the answer must at least be a JSON array of filter chains.
+					var chains []map[string]any
+					if err := json.Unmarshal([]byte(r.stdout), &chains); err != nil || len(chains) == 0 {
+						t.Errorf("-o envoy is not a JSON array of filter chains (%v):\n%s", err, r.stdout)
+					}
 				case errors.Is(err, fs.ErrNotExist) && golden.Update():
 					if err := golden.Write(want, []byte(r.stdout)); err != nil {
 						t.Fatal(err)

@@ -27,7 +27,7 @@ type AuthzQuery struct {
 // Namespace objects (ambient enrolment, by get), the pod of pod/NAME (by get) or the pods (and
 // deployments) of the namespace, the PeerAuthentications and AuthorizationPolicies of the
 // namespace and the root namespace, and the Services of the namespace (waypoint and
-// service-targeted policies).
+// service-targeted policies, a sidecar's ports) and of the namespaces of ext_authz providers.
 type Authz struct {
 	q         AuthzQuery
 	base      source.Spec
@@ -36,6 +36,9 @@ type Authz struct {
 	// listPods: list the pods of the namespace even for pod/NAME (after the pod was not found
 	// by name).
 	listPods bool
+	// providers are the namespaces of MeshConfig's ext_authz provider services, whose
+	// Services are read too (a sidecar's CUSTOM policies name their clusters).
+	providers []string
 }
 
 // NewAuthz plans the reads of q. base is the Spec of the command's flags, without Reads; root
@@ -56,7 +59,7 @@ func (a *Authz) Reads() []source.Read {
 		pods,
 		{Kind: source.KindPeerAuthentication, Namespaces: namespaces(ns, root)},
 		{Kind: source.KindAuthorizationPolicy, Namespaces: namespaces(ns, root)},
-		{Kind: source.KindService, Namespaces: namespaces(ns)},
+		{Kind: source.KindService, Namespaces: namespaces(append([]string{ns}, a.providers...)...)},
 	}
 	if a.q.Kind == "deployment" {
 		reads = append(reads, source.Read{Kind: source.KindDeployment, Namespaces: namespaces(ns)})
@@ -79,11 +82,47 @@ func (a *Authz) Load(ctx context.Context, load Loader) (*model.Snapshot, error) 
 		s := a.base
 		s.Reads = a.Reads()
 		snap, err := load(ctx, s)
-		if err != nil || a.rootKnown || snap.RootNamespace() == a.root {
+		if err != nil {
 			return snap, err
 		}
-		a.root, a.rootKnown = snap.RootNamespace(), true
+		again := false
+		if !a.rootKnown && snap.RootNamespace() != a.root {
+			a.root, a.rootKnown, again = snap.RootNamespace(), true, true
+		}
+		// The Services of CUSTOM providers (MeshConfig extensionProviders) live in other
+		// namespaces: read those too, so that a provider's cluster can be looked up.
+		for _, pns := range providerNamespaces(snap) {
+			if pns != a.q.Namespace && !slices.Contains(a.providers, pns) {
+				a.providers, again = append(a.providers, pns), true
+			}
+		}
+		if !again {
+			return snap, nil
+		}
 	}
+}
+
+// providerNamespaces are the namespaces named by the services of MeshConfig's ext_authz
+// providers: `NS/HOST`, or a `NAME.NS.svc.*` hostname.
+func providerNamespaces(snap *model.Snapshot) []string {
+	var out []string
+	for _, p := range snap.MeshConfig.GetExtensionProviders() {
+		svc := p.GetEnvoyExtAuthzHttp().GetService()
+		if svc == "" {
+			svc = p.GetEnvoyExtAuthzGrpc().GetService()
+		}
+		ns := ""
+		if before, _, ok := strings.Cut(svc, "/"); ok {
+			ns = before
+		} else if parts := strings.Split(svc, "."); len(parts) >= 3 && parts[2] == "svc" {
+			ns = parts[1]
+		}
+		if ns != "" && !slices.Contains(out, ns) {
+			out = append(out, ns)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Answer loads what the workload's answer needs and explains it. When pod/NAME is not there,

@@ -20,12 +20,17 @@ import (
 	_ "github.com/cncf/xds/go/xds/type/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/clusters/aggregate/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/ext_authz/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/rbac/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/client_side_weighted_round_robin/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/least_request/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/maglev/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/ring_hash/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/round_robin/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/network/dns_resolver/cares/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/path/match/uri_template/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/http_11_proxy/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/internal_upstream/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/proxy_protocol/v3"
@@ -36,7 +41,8 @@ import (
 )
 
 // envoyPrinter prints the generated objects themselves (res.Objects[i].Message) as a JSON
-// array in protojson's default form, sorted by name. protojson deliberately varies its
+// array in protojson's default form, sorted by name, except filter chains, which keep the
+// listener's order (istiod's, which decides which chain Envoy picks). protojson deliberately varies its
 // whitespace between runs, so each object is compacted and re-indented: the bytes depend only
 // on the content, and the output can be compared with istiod's CDS.
 type envoyPrinter struct{}
@@ -45,12 +51,15 @@ func (envoyPrinter) Print(w io.Writer, r *explain.Result) error {
 	return envoyPrinter{}.PrintList(w, []*explain.Result{r})
 }
 
+// named is one printed object.
+type named struct {
+	name string
+	json []byte
+}
+
 func (envoyPrinter) PrintList(w io.Writer, rs []*explain.Result) error {
-	type named struct {
-		name string
-		json []byte
-	}
 	var objs []named
+	ordered := false
 	for _, r := range rs {
 		if r == nil {
 			continue
@@ -64,7 +73,11 @@ func (envoyPrinter) PrintList(w io.Writer, rs []*explain.Result) error {
 				return fmt.Errorf("printing %s %s: %w", shortKind(o.Kind), o.Name, err)
 			}
 			objs = append(objs, named{name: o.Name, json: b})
+			ordered = ordered || o.Kind == kindFilterChain
 		}
+	}
+	if ordered {
+		return writeArray(w, objs)
 	}
 	sort.SliceStable(objs, func(i, j int) bool {
 		if objs[i].name != objs[j].name {
@@ -72,6 +85,14 @@ func (envoyPrinter) PrintList(w io.Writer, rs []*explain.Result) error {
 		}
 		return bytes.Compare(objs[i].json, objs[j].json) < 0
 	})
+	return writeArray(w, objs)
+}
+
+// kindFilterChain is the object kind of a listener filter chain: printed in the Result's order.
+const kindFilterChain = "envoy.config.listener.v3.FilterChain"
+
+// writeArray writes the objects as a JSON array, one per line group.
+func writeArray(w io.Writer, objs []named) error {
 	var buf bytes.Buffer
 	if len(objs) == 0 {
 		buf.WriteString("[]\n")
