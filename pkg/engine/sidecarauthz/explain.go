@@ -344,7 +344,9 @@ func (c *chain) acceptsText() string {
 // chainTraces are the origins of a chain's match and TLS context.
 func (e *explanation) chainTraces(c *chain) []provenance.FieldTrace {
 	var out []provenance.FieldTrace
-	def := func(note string) provenance.Origin { return provenance.Origin{Layer: provenance.LayerIstioDefault, Note: note} }
+	def := func(note string) provenance.Origin {
+		return provenance.Origin{Layer: provenance.LayerIstioDefault, Note: note}
+	}
 	if c.blackhole {
 		return []provenance.FieldTrace{{Path: "filterChainMatch.destinationPort", Value: strconv.Itoa(listenerPort),
 			Origin: e.meshOrigin("proxyInboundListenPort", "traffic to the listener's own port is dropped (no authorization filters)")}}
