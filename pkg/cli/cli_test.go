@@ -37,6 +37,27 @@ func TestOutputGoldens(t *testing.T) {
 	}
 }
 
+// TestSidecarOutputGoldens pins the table and yaml output of the sidecar answer for two
+// scenario folders: a DENY rule widened on TCP chains, and port-level mTLS.
+func TestSidecarOutputGoldens(t *testing.T) {
+	t.Chdir(repoRoot(t))
+	for _, dir := range []string{
+		"testdata/scenarios/sidecar/rbac-deny-http-fields-on-tcp",
+		"testdata/scenarios/sidecar/mtls-workload-port-level",
+	} {
+		for _, format := range []string{"table", "yaml"} {
+			t.Run(filepath.Base(dir)+"/"+format, func(t *testing.T) {
+				args := append(scenarioArgs(t, dir), "-f", dir, "-o", format, "--color", "never")
+				r := runMain(t, "", args...)
+				if r.code != ExitOK {
+					t.Fatalf("kubectl mesh-explain %s\n%s", strings.Join(args, " "), r)
+				}
+				golden.Assert(t, []byte(r.stdout), filepath.Join("testdata", "golden", "cli", "sidecar", filepath.Base(dir)+"."+format+".golden"))
+			})
+		}
+	}
+}
+
 // Files mode reads no kubeconfig and contacts no cluster: it works with KUBECONFIG pointing
 // at nothing, at garbage, and with --kubeconfig naming a file that does not exist.
 func TestFilesModeNeverTouchesAKubeconfig(t *testing.T) {

@@ -41,8 +41,6 @@ func rulesOf(t *testing.T, f Filter) (*rbacpb.RBAC, *rbacpb.RBAC) {
 	return nil, nil
 }
 
-
-
 func jsonOf(t *testing.T, p *rbacpb.Policy) string {
 	t.Helper()
 	b, err := protojson.Marshal(p)

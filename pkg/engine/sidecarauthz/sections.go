@@ -184,7 +184,7 @@ func (e *explanation) readingSection() explain.Section {
 		default:
 			parts = append(parts, "plaintext only (DISABLE): mutual TLS is not terminated, no caller has an identity")
 		}
-		parts = append(parts, e.policyReading(lp == protoHTTP)...)
+		parts = append(parts, e.policyReading(lp)...)
 		return strings.Join(parts, "; ")
 	}
 	for _, t := range e.targets {
@@ -198,10 +198,13 @@ func (e *explanation) readingSection() explain.Section {
 }
 
 // policyReading says what the policies do on a chain kind; for sniffed ports both kinds apply.
-func (e *explanation) policyReading(httpOnly bool) []string {
+func (e *explanation) policyReading(lp listenerProtocol) []string {
 	kinds := []bool{true, false}
-	if httpOnly {
+	switch lp {
+	case protoHTTP:
 		kinds = []bool{true}
+	case protoTCP:
+		kinds = []bool{false}
 	}
 	var out []string
 	for _, http := range kinds {
