@@ -6,8 +6,8 @@
 // one line and runs nothing, so `go test ./...` stays fast and needs no apiserver.
 //
 // What it checks:
-//   - every scenario under testdata/scenarios/{cluster,authz} gives the same answer live as
-//     offline (`-o envoy|ztunnel` byte for byte, `-o json` after normaliseJSON);
+//   - every scenario under testdata/scenarios/{cluster,authz,sidecar} gives the same answer live as
+//     offline (`-o envoy|ztunnel` byte for byte, `-o envoy` for a sidecar pod, `-o json` after normaliseJSON);
 //   - `--overlay -f` explains the changed state without modifying the cluster;
 //   - the ClusterRole documented in docs/rbac.md is enough, and the plugin's user only reads;
 //   - missing permissions, missing CRDs, unreachable servers and bad credentials degrade as

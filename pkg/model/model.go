@@ -110,6 +110,9 @@ type Snapshot struct {
 	EnvoyFilters          []*networkingv1alpha3.EnvoyFilter
 	PeerAuthentications   []*securityv1.PeerAuthentication
 	AuthorizationPolicies []*securityv1.AuthorizationPolicy
+	// RequestAuthentications are read for sidecar pods (`authz`): a request principal exists
+	// only where one selects the workload.
+	RequestAuthentications []*securityv1.RequestAuthentication
 	// Deployments are read so that `deployment/NAME` can be resolved to the pods its selector
 	// matches.
 	Deployments []*appsv1.Deployment
@@ -195,6 +198,7 @@ func (s *Snapshot) Sort() {
 	sortByNsName(s.EnvoyFilters, func(o *networkingv1alpha3.EnvoyFilter) (string, string) { return o.Namespace, o.Name })
 	sortByNsName(s.PeerAuthentications, func(o *securityv1.PeerAuthentication) (string, string) { return o.Namespace, o.Name })
 	sortByNsName(s.AuthorizationPolicies, func(o *securityv1.AuthorizationPolicy) (string, string) { return o.Namespace, o.Name })
+	sortByNsName(s.RequestAuthentications, func(o *securityv1.RequestAuthentication) (string, string) { return o.Namespace, o.Name })
 	sortByNsName(s.Deployments, func(o *appsv1.Deployment) (string, string) { return o.Namespace, o.Name })
 	sortByNsName(s.Nodes, func(o *corev1.Node) (string, string) { return "", o.Name })
 }

@@ -26,7 +26,8 @@ type AuthzQuery struct {
 // Authz is what `authz` reads from a cluster: the workload's and the root namespace's
 // Namespace objects (ambient enrolment, by get), the pod of pod/NAME (by get) or the pods (and
 // deployments) of the namespace, the PeerAuthentications and AuthorizationPolicies of the
-// namespace and the root namespace, and the Services of the namespace (waypoint and
+// namespace and the root namespace, the RequestAuthentications of both (request principals on
+// a sidecar), and the Services of the namespace (waypoint and
 // service-targeted policies, a sidecar's ports) and of the namespaces of ext_authz providers.
 type Authz struct {
 	q         AuthzQuery
@@ -59,6 +60,7 @@ func (a *Authz) Reads() []source.Read {
 		pods,
 		{Kind: source.KindPeerAuthentication, Namespaces: namespaces(ns, root)},
 		{Kind: source.KindAuthorizationPolicy, Namespaces: namespaces(ns, root)},
+		{Kind: source.KindRequestAuthentication, Namespaces: namespaces(ns, root)},
 		{Kind: source.KindService, Namespaces: namespaces(append([]string{ns}, a.providers...)...)},
 	}
 	if a.q.Kind == "deployment" {

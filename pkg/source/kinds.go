@@ -34,11 +34,13 @@ const (
 	KindEnvoyFilter         = "EnvoyFilter"
 	KindPeerAuthentication  = "PeerAuthentication"
 	KindAuthorizationPolicy = "AuthorizationPolicy"
-	kindConfigMap           = "ConfigMap"
-	groupNetworking         = "networking.istio.io"
-	groupSecurity           = "security.istio.io"
-	groupApps               = "apps"
-	groupCore               = ""
+	// KindRequestAuthentication is read for sidecar pods: which workloads validate JWTs.
+	KindRequestAuthentication = "RequestAuthentication"
+	kindConfigMap             = "ConfigMap"
+	groupNetworking           = "networking.istio.io"
+	groupSecurity             = "security.istio.io"
+	groupApps                 = "apps"
+	groupCore                 = ""
 )
 
 // Kinds returns every kind Load can read, in a stable order.
@@ -298,6 +300,20 @@ var kindTable = []*kindInfo{
 		},
 	},
 	{
+		kind: KindRequestAuthentication, group: groupSecurity, versions: securityVersions, resource: "requestauthentications", istio: true,
+		fresh: func() istioParts {
+			o := &securityv1.RequestAuthentication{}
+			return istioParts{o, &o.TypeMeta, &o.ObjectMeta, &o.Spec}
+		},
+		list: func(ctx context.Context, c *clients, ns string, o metav1.ListOptions) ([]object, string, error) {
+			l, err := c.istio.SecurityV1().RequestAuthentications(ns).List(ctx, o)
+			if err != nil {
+				return nil, "", err
+			}
+			return ptrItems(l.Items), l.Continue, nil
+		},
+	},
+	{
 		kind: KindAuthorizationPolicy, group: groupSecurity, versions: securityVersions, resource: "authorizationpolicies", istio: true,
 		fresh: func() istioParts {
 			o := &securityv1.AuthorizationPolicy{}
@@ -384,5 +400,7 @@ func addToSnapshot(snap *model.Snapshot, o object) {
 		snap.PeerAuthentications = append(snap.PeerAuthentications, o)
 	case *securityv1.AuthorizationPolicy:
 		snap.AuthorizationPolicies = append(snap.AuthorizationPolicies, o)
+	case *securityv1.RequestAuthentication:
+		snap.RequestAuthentications = append(snap.RequestAuthentications, o)
 	}
 }

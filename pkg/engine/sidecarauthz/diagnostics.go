@@ -31,6 +31,7 @@ const (
 	diagChainOrder        = "S13"
 	diagLoad              = "S14"
 	diagInboundConflict   = "S15"
+	diagNoRequestAuthn    = "S16"
 )
 
 func apRef(ap *securityv1.AuthorizationPolicy) provenance.Ref {
@@ -119,6 +120,7 @@ func (e *explanation) diagnostics() []explain.Diagnostic {
 			"add an ALLOW rule without HTTP-only fields for the TCP traffic you expect, or make sure no TCP traffic is expected", allowPolicies...)
 	}
 	out = append(out, e.identityDiagnostics()...)
+	out = append(out, e.requestAuthnDiagnostics()...)
 	out = append(out, e.providerDiagnostics()...)
 	out = append(out, e.peerAuthnDiagnostics()...)
 	for _, ap := range e.targetRef {
@@ -309,4 +311,57 @@ func sortDiagnostics(ds []explain.Diagnostic) []explain.Diagnostic {
 	return slices.CompactFunc(ds, func(a, b explain.Diagnostic) bool {
 		return a.ID == b.ID && a.Severity == b.Severity && a.Message == b.Message && a.Fix == b.Fix && slices.Equal(a.Resources, b.Resources)
 	})
+}
+
+// requestAuthenticated reports whether a RequestAuthentication selects the pod: one of its
+// namespace or the root namespace without targetRefs whose selector is absent or matches
+// (getConfigsForWorkload with ShouldAttachPolicy).
+func (e *explanation) requestAuthenticated() bool {
+	for _, ra := range e.snap.RequestAuthentications {
+		if ra.Namespace != e.pod.Namespace && ra.Namespace != e.root {
+			continue
+		}
+		if len(ra.Spec.GetTargetRefs()) > 0 || ra.Spec.GetTargetRef() != nil { //nolint:staticcheck // read as istiod reads it
+			continue
+		}
+		if sel := ra.Spec.GetSelector(); sel == nil || subsetOf(sel.GetMatchLabels(), e.pod.Labels) {
+			return true
+		}
+	}
+	return false
+}
+
+// requestAuthnDiagnostics: request principal conditions with no RequestAuthentication selecting
+// the workload. Without one the sidecar validates no JWT, so no request has a request principal.
+func (e *explanation) requestAuthnDiagnostics() []explain.Diagnostic {
+	if _, unread := e.snap.Incomplete["RequestAuthentication"]; unread || e.requestAuthenticated() {
+		return nil
+	}
+	var out []explain.Diagnostic
+	for _, ap := range e.selected {
+		action := ap.Spec.GetAction().String()
+		for i, r := range ap.Spec.GetRules() {
+			for j, f := range r.GetFrom() {
+				s := f.GetSource()
+				base := fmt.Sprintf("spec.rules[%d].from[%d].source.", i, j)
+				if len(s.GetRequestPrincipals()) > 0 {
+					what := "never matches on HTTP chains"
+					if action == "DENY" {
+						what = "never matches on HTTP chains: it denies nothing there"
+					}
+					out = append(out, explain.Diagnostic{ID: diagNoRequestAuthn, Severity: explain.SeverityWarning,
+						Message:   fmt.Sprintf("%srequestPrincipals: no RequestAuthentication selects pod %s/%s, so no request carries a validated JWT and this %s rule %s", base, e.pod.Namespace, e.pod.Name, action, what),
+						Fix:       "add a RequestAuthentication that selects the workload (its namespace, or the root namespace)",
+						Resources: []provenance.Ref{apRef(ap)}})
+				}
+				if len(s.GetNotRequestPrincipals()) > 0 {
+					out = append(out, explain.Diagnostic{ID: diagNoRequestAuthn, Severity: explain.SeverityWarning,
+						Message:   fmt.Sprintf("%snotRequestPrincipals: no RequestAuthentication selects pod %s/%s, so no request carries a validated JWT and this condition matches every request (%s)", base, e.pod.Namespace, e.pod.Name, action),
+						Fix:       "add a RequestAuthentication that selects the workload (its namespace, or the root namespace)",
+						Resources: []provenance.Ref{apRef(ap)}})
+				}
+			}
+		}
+	}
+	return out
 }
