@@ -30,10 +30,14 @@ var excluded = map[string]string{
 	"authz/c4-bad-input-ipblocks":                "bad input: Istio's validation rejects the ipBlock \"bogus\"",
 	"authz/c4-bad-input-ports-and-trust-domains": "bad input: Istio's validation rejects the ports \"http\" and 99999",
 	"authz/c1-dry-run-yes-enforced":              "bad input: Istio's validation rejects the annotation istio.io/dry-run: \"yes\" (not a boolean)",
+	"sidecar/bad-input-custom-without-provider":  "bad input: Istio's validation rejects a CUSTOM AuthorizationPolicy without provider.name",
+	"sidecar/bad-input-dry-run-custom":           "bad input: Istio's validation rejects istio.io/dry-run on a CUSTOM AuthorizationPolicy (ALLOW and DENY only)",
+	"sidecar/bad-input-port-out-of-range":        "bad input: Istio's validation rejects the operation port 99999 and the portLevelMtls port 0",
+	"sidecar/bad-input-unknown-action":           "bad input: the AuthorizationPolicy action REJECT is not a value of the Action enum; the apiserver's schema rejects it",
 }
 
 type scenarioDir struct {
-	Kind string // cluster or authz
+	Kind string // cluster, authz or sidecar
 	Name string
 	Dir  string
 }
@@ -44,7 +48,7 @@ func listScenarios(t *testing.T) []scenarioDir {
 	t.Helper()
 	var out []scenarioDir
 	for _, root := range scenarioRoots {
-		for _, kind := range []string{"cluster", "authz"} {
+		for _, kind := range istiorun.Kinds {
 			entries, err := os.ReadDir(filepath.Join(root, kind))
 			if os.IsNotExist(err) {
 				continue
@@ -63,18 +67,13 @@ func listScenarios(t *testing.T) []scenarioDir {
 	return out
 }
 
-// wantFileOf is the expected-output file of a scenario kind.
-func wantFileOf(kind string) string {
-	if kind == "authz" {
-		return "want.ztunnel.yaml"
-	}
-	return "want.envoy.json"
-}
-
 // compareOutput compares two outputs of a scenario kind and returns the differing paths.
 func compareOutput(kind string, got, want []byte) ([]string, error) {
-	if kind == "authz" {
+	switch kind {
+	case "authz":
 		return compare.ZtunnelYAML(got, want)
+	case "sidecar":
+		return compare.SidecarEnvoyJSON(got, want)
 	}
 	return compare.EnvoyJSON(got, want)
 }
@@ -98,10 +97,7 @@ func TestScenarios(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if sc.Args.Verb != sd.Kind {
-				t.Fatalf("args command %q is not a %s scenario", sc.Command, sd.Kind)
-			}
-			got, wantName, err := istiorun.Run(sc)
+			got, wantName, err := istiorun.RunKind(sc, sd.Kind)
 			if err != nil {
 				t.Fatalf("istio: %v", err)
 			}

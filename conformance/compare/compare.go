@@ -216,3 +216,77 @@ func firstLine(s string) string {
 	l, _, _ := strings.Cut(s, "\n")
 	return l
 }
+
+// SidecarEnvoyJSON compares two `-o envoy` outputs of a sidecar pod (its virtualInbound filter
+// chains) as parsed JSON, after putting both in canonical form (CanonicalInbound).
+func SidecarEnvoyJSON(got, want []byte) ([]string, error) {
+	var g, w any
+	if err := json.Unmarshal(got, &g); err != nil {
+		return nil, fmt.Errorf("got: %v", err)
+	}
+	if err := json.Unmarshal(want, &w); err != nil {
+		return nil, fmt.Errorf("want: %v", err)
+	}
+	return Diff(CanonicalInbound(g), CanonicalInbound(w)), nil
+}
+
+// CanonicalInbound returns the canonical form of a decoded sidecar `-o envoy` array:
+//
+//   - The per-port passthrough chains (named `virtualInbound` or `virtualInbound-catchall-http`
+//     with a filterChainMatch.destinationPort: istiod adds them for portLevelMtls ports that no
+//     Service exposes) are sorted by port, keeping the positions they occupy and the order of
+//     the chains of one port. istiod emits them in the iteration order of a Go map
+//     (authn.Builder.ForPassthrough ranges over PortLevelSetting()), so their relative order is
+//     not part of istiod's answer.
+//   - An empty "filters" list is the same as none.
+//
+// Anything that is not such an array is returned as it is.
+func CanonicalInbound(v any) any {
+	chains, ok := v.([]any)
+	if !ok {
+		return v
+	}
+	out := make([]any, len(chains))
+	copy(out, chains)
+	var idx []int
+	var sub []any
+	for i, c := range out {
+		m, ok := c.(map[string]any)
+		if !ok {
+			continue
+		}
+		if f, ok := m["filters"].([]any); ok && len(f) == 0 {
+			m2 := make(map[string]any, len(m))
+			for k, x := range m {
+				if k != "filters" {
+					m2[k] = x
+				}
+			}
+			out[i], m = m2, m2
+		}
+		if _, ok := passthroughPort(m); ok {
+			idx = append(idx, i)
+			sub = append(sub, out[i])
+		}
+	}
+	sort.SliceStable(sub, func(i, j int) bool {
+		pi, _ := passthroughPort(sub[i].(map[string]any))
+		pj, _ := passthroughPort(sub[j].(map[string]any))
+		return pi < pj
+	})
+	for k, i := range idx {
+		out[i] = sub[k]
+	}
+	return out
+}
+
+// passthroughPort returns the destination port of a per-port passthrough chain.
+func passthroughPort(chain map[string]any) (float64, bool) {
+	name, _ := chain["name"].(string)
+	if name != "virtualInbound" && name != "virtualInbound-catchall-http" {
+		return 0, false
+	}
+	m, _ := chain["filterChainMatch"].(map[string]any)
+	p, ok := m["destinationPort"].(float64)
+	return p, ok
+}

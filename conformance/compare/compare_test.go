@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -71,5 +72,49 @@ func TestZtunnelYAML(t *testing.T) {
 	}
 	if d, _ := ZtunnelYAML(nil, []byte(" \n")); len(d) != 0 {
 		t.Fatalf("empty outputs differ: %q", d)
+	}
+}
+
+func TestSidecarEnvoyJSONPassthroughOrder(t *testing.T) {
+	chain := func(name string, port int, extra string) string {
+		m := `{}`
+		if port > 0 {
+			m = fmt.Sprintf(`{"destinationPort":%d}`, port)
+		}
+		return fmt.Sprintf(`{"name":%q,"filterChainMatch":%s%s}`, name, m, extra)
+	}
+	// The blackhole, the catch-all chains, then per-port passthrough chains of 7072 and 7070
+	// (a TLS and a plaintext chain each), then a Service port's chain.
+	got := "[" + strings.Join([]string{
+		chain("virtualInbound-blackhole", 15006, ""),
+		chain("virtualInbound", 0, ""),
+		chain("virtualInbound", 7072, `,"transportSocket":{}`),
+		chain("virtualInbound", 7072, ""),
+		chain("virtualInbound", 7070, `,"transportSocket":{}`),
+		chain("virtualInbound", 7070, `,"filters":[]`),
+		chain("0.0.0.0_8080", 8080, ""),
+	}, ",") + "]"
+	want := "[" + strings.Join([]string{
+		chain("virtualInbound-blackhole", 15006, ""),
+		chain("virtualInbound", 0, ""),
+		chain("virtualInbound", 7070, `,"transportSocket":{}`),
+		chain("virtualInbound", 7070, ""),
+		chain("virtualInbound", 7072, `,"transportSocket":{}`),
+		chain("virtualInbound", 7072, ""),
+		chain("0.0.0.0_8080", 8080, ""),
+	}, ",") + "]"
+	if d, err := SidecarEnvoyJSON([]byte(got), []byte(want)); err != nil || len(d) > 0 {
+		t.Fatalf("the per-port passthrough groups in another order should compare equal: %v %v", d, err)
+	}
+	// Within one port, istiod's order (TLS chain first) stays significant, and so does the
+	// position of any other chain.
+	swapped := strings.Replace(want, chain("virtualInbound", 7070, `,"transportSocket":{}`)+","+chain("virtualInbound", 7070, ""),
+		chain("virtualInbound", 7070, "")+","+chain("virtualInbound", 7070, `,"transportSocket":{}`), 1)
+	if d, _ := SidecarEnvoyJSON([]byte(swapped), []byte(want)); len(d) == 0 {
+		t.Fatal("the chains of one port in another order should differ")
+	}
+	moved := strings.Replace(want, chain("0.0.0.0_8080", 8080, ""), chain("virtualInbound", 0, `,"x":1`), 1)
+	if d, err := SidecarEnvoyJSON([]byte(moved), []byte(want)); err != nil || len(d) == 0 {
+		t.Fatal("a different chain should differ")
 	}
 }

@@ -1,5 +1,5 @@
 // Package gen generates random, seeded scenario folders (inputs and an args line) for the
-// cluster and authz commands, and shrinks a scenario while a property still holds.
+// cluster and authz commands (authz on ambient and on sidecar workloads), and shrinks a scenario while a property still holds.
 //
 // The generator aims at valid configuration: every scenario is meant to be checked with
 // Istio's validation by the caller, which drops the invalid ones.
@@ -20,7 +20,7 @@ import (
 // Scenario is one generated scenario: its documents and its command line.
 type Scenario struct {
 	Seed    uint64
-	Kind    string // "cluster" or "authz"
+	Kind    string // "cluster", "authz" or "sidecar"
 	Title   string
 	Command string
 	Docs    []map[string]any
@@ -191,8 +191,11 @@ func podDoc(name, ns, ip string, labels map[string]any, ports []containerPort, r
 
 // Generate returns the scenario of a kind for a seed.
 func Generate(kind string, seed uint64) *Scenario {
-	if kind == "authz" {
+	switch kind {
+	case "authz":
 		return Authz(seed)
+	case "sidecar":
+		return Sidecar(seed)
 	}
 	return Cluster(seed)
 }

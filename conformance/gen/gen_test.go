@@ -7,14 +7,18 @@ import (
 )
 
 func TestGenerateIsDeterministic(t *testing.T) {
-	for _, kind := range []string{"cluster", "authz"} {
+	for _, kind := range []string{"cluster", "authz", "sidecar"} {
 		for seed := uint64(1); seed < 50; seed++ {
 			a, _ := Generate(kind, seed).YAML()
 			b, _ := Generate(kind, seed).YAML()
 			if !bytes.Equal(a, b) {
 				t.Fatalf("%s seed %d: two generations differ", kind, seed)
 			}
-			if c := Generate(kind, seed).Command; !strings.HasPrefix(c, kind+" ") {
+			verb := kind
+			if kind == "sidecar" {
+				verb = "authz"
+			}
+			if c := Generate(kind, seed).Command; !strings.HasPrefix(c, verb+" ") {
 				t.Fatalf("%s seed %d: command %q", kind, seed, c)
 			}
 		}

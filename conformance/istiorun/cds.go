@@ -111,36 +111,7 @@ func (sc *Scenario) BuildClientProxy() (*ClientProxy, error) {
 		if pod.Status.PodIP == "" {
 			return nil, fmt.Errorf("--from %s: pod has no status.podIP", a.From)
 		}
-		var ips []string
-		for _, ip := range pod.Status.PodIPs {
-			ips = append(ips, ip.IP)
-		}
-		if len(ips) == 0 {
-			ips = []string{pod.Status.PodIP}
-		}
-		var podPorts pm.PodPortList
-		for _, c := range pod.Spec.Containers {
-			for _, p := range c.Ports {
-				podPorts = append(podPorts, pm.PodPort{Name: p.Name, ContainerPort: int(p.ContainerPort), Protocol: string(p.Protocol)})
-			}
-		}
-		return &ClientProxy{
-			ID: fmt.Sprintf("sidecar~%s~%s.%s~%s.svc.%s", pod.Status.PodIP, pod.Name, pod.Namespace, pod.Namespace, DomainSuffix),
-			Metadata: model.NodeMetadata{
-				IstioVersion:     ProxyIstioVersion,
-				Labels:           pod.Labels,
-				Annotations:      pod.Annotations,
-				InstanceIPs:      ips,
-				Namespace:        pod.Namespace,
-				NodeName:         pod.Spec.NodeName,
-				WorkloadName:     workloadName(pod),
-				InterceptionMode: model.InterceptionRedirect,
-				ServiceAccount:   pod.Spec.ServiceAccountName,
-				MeshID:           sc.Mesh.GetTrustDomain(),
-				ClusterID:        istiocluster.ID(constants.DefaultClusterName),
-				PodPorts:         podPorts,
-			},
-		}, nil
+		return sc.PodProxy(pod), nil
 	default:
 		return nil, fmt.Errorf("--from %q: want pod/NAME or namespace/NS", a.From)
 	}
@@ -155,6 +126,43 @@ func (sc *Scenario) BuildClientProxy() (*ClientProxy, error) {
 			ClusterID:        istiocluster.ID(constants.DefaultClusterName),
 		},
 	}, nil
+}
+
+// PodProxy is the node the sidecar of a pod presents to istiod: the node ID
+// `sidecar~IP~POD.NS~NS.svc.cluster.local` and the metadata the injector and the agent set
+// (labels, annotations, addresses, service account, container ports). The pod must have a
+// status.podIP.
+func (sc *Scenario) PodProxy(pod *corev1.Pod) *ClientProxy {
+	var ips []string
+	for _, ip := range pod.Status.PodIPs {
+		ips = append(ips, ip.IP)
+	}
+	if len(ips) == 0 {
+		ips = []string{pod.Status.PodIP}
+	}
+	var podPorts pm.PodPortList
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			podPorts = append(podPorts, pm.PodPort{Name: p.Name, ContainerPort: int(p.ContainerPort), Protocol: string(p.Protocol)})
+		}
+	}
+	return &ClientProxy{
+		ID: fmt.Sprintf("sidecar~%s~%s.%s~%s.svc.%s", pod.Status.PodIP, pod.Name, pod.Namespace, pod.Namespace, DomainSuffix),
+		Metadata: model.NodeMetadata{
+			IstioVersion:     ProxyIstioVersion,
+			Labels:           pod.Labels,
+			Annotations:      pod.Annotations,
+			InstanceIPs:      ips,
+			Namespace:        pod.Namespace,
+			NodeName:         pod.Spec.NodeName,
+			WorkloadName:     workloadName(pod),
+			InterceptionMode: model.InterceptionRedirect,
+			ServiceAccount:   pod.Spec.ServiceAccountName,
+			MeshID:           sc.Mesh.GetTrustDomain(),
+			ClusterID:        istiocluster.ID(constants.DefaultClusterName),
+			PodPorts:         podPorts,
+		},
+	}
 }
 
 // workloadName is the injector's workload name: the owning controller's name, with the
@@ -196,7 +204,7 @@ func CDS(sc *Scenario) ([]*cluster.Cluster, error) {
 		})
 		// istiod's CDS generation runs in the ADS stream's goroutine, where a panic would end
 		// the process; catch it there and report it.
-		guard := &panicGuard{XdsResourceGenerator: s.Discovery.Generators[v3.ClusterType], panics: make(chan *PanicError, 1)}
+		guard := &panicGuard{XdsResourceGenerator: s.Discovery.Generators[v3.ClusterType], what: "clusters", panics: make(chan *PanicError, 1)}
 		s.Discovery.Generators[v3.ClusterType] = guard
 		ads := s.ConnectADS().WithID(proxy.ID).WithMetadata(proxy.Metadata).WithTimeout(30 * time.Second)
 		ads.Request(t, &discovery.DiscoveryRequest{TypeUrl: v3.ClusterType})
@@ -237,17 +245,24 @@ func CDS(sc *Scenario) ([]*cluster.Cluster, error) {
 // PanicError reports that istiod's own code panicked on the scenario (a real istiod would
 // crash the same way when the proxy asks for its clusters).
 type PanicError struct {
+	// What names what istiod was generating ("clusters", "listeners").
+	What  string
 	Value any
 	Stack string
 }
 
 func (e *PanicError) Error() string {
-	return fmt.Sprintf("istiod panicked while generating clusters: %v", e.Value)
+	what := e.What
+	if what == "" {
+		what = "clusters"
+	}
+	return fmt.Sprintf("istiod panicked while generating %s: %v", what, e.Value)
 }
 
 // panicGuard wraps a generator and turns its panics into a report.
 type panicGuard struct {
 	model.XdsResourceGenerator
+	what   string
 	panics chan *PanicError
 }
 
@@ -255,7 +270,7 @@ func (p *panicGuard) Generate(proxy *model.Proxy, w *model.WatchedResource, req 
 	defer func() {
 		if r := recover(); r != nil {
 			select {
-			case p.panics <- &PanicError{Value: r, Stack: string(debug.Stack())}:
+			case p.panics <- &PanicError{What: p.what, Value: r, Stack: string(debug.Stack())}:
 			default:
 			}
 			res, err = nil, fmt.Errorf("panic: %v", r)

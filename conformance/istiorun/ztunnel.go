@@ -2,6 +2,7 @@ package istiorun
 
 import (
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -240,15 +241,53 @@ func RunZtunnel(sc *Scenario) ([]byte, error) {
 	return ZtunnelYAML(ws)
 }
 
-// Run runs a scenario of either kind and returns Istio's output and the want file name.
+// Run runs a scenario of the kind its command names (cluster: CDS, authz: the ambient index)
+// and returns Istio's output and the want file name.
 func Run(sc *Scenario) (out []byte, wantFile string, err error) {
-	switch sc.Args.Verb {
+	return RunKind(sc, sc.Args.Verb)
+}
+
+// Kinds are the scenario kinds, each a folder of testdata/scenarios: cluster (CDS), authz (an
+// ambient workload: ztunnel's Authorizations) and sidecar (an authz command on a sidecar pod:
+// its virtualInbound listener).
+var Kinds = []string{"cluster", "authz", "sidecar"}
+
+// KindOf returns the kind of a scenario folder: the name of its parent folder when that is a
+// kind, else "".
+func KindOf(dir string) string {
+	parent := filepath.Base(filepath.Dir(filepath.Clean(dir)))
+	for _, k := range Kinds {
+		if k == parent {
+			return k
+		}
+	}
+	return ""
+}
+
+// WantFile is the expected-output file of a scenario kind.
+func WantFile(kind string) string {
+	if kind == "authz" {
+		return "want.ztunnel.yaml"
+	}
+	return "want.envoy.json"
+}
+
+// RunKind runs a scenario as a kind and returns Istio's output and the want file name.
+func RunKind(sc *Scenario, kind string) (out []byte, wantFile string, err error) {
+	want := map[string]string{"cluster": "cluster", "authz": "authz", "sidecar": "authz"}[kind]
+	if want == "" {
+		return nil, "", fmt.Errorf("unknown scenario kind %q", kind)
+	}
+	if sc.Args.Verb != want {
+		return nil, "", fmt.Errorf("a %s scenario runs %s, not %q", kind, want, sc.Command)
+	}
+	switch kind {
 	case "cluster":
 		out, err = RunCDS(sc)
-		return out, "want.envoy.json", err
 	case "authz":
 		out, err = RunZtunnel(sc)
-		return out, "want.ztunnel.yaml", err
+	case "sidecar":
+		out, err = RunInbound(sc)
 	}
-	return nil, "", fmt.Errorf("unknown command %q", sc.Args.Verb)
+	return out, WantFile(kind), err
 }

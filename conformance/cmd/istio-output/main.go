@@ -1,8 +1,10 @@
 // Command istio-output prints what Istio's own control-plane code produces for scenario
 // folders: the `-o envoy` clusters of a cluster scenario, the `-o ztunnel` Authorizations of
-// an authz scenario. With -w it writes the folder's want file instead.
+// an authz scenario, the `-o envoy` inbound filter chains of a sidecar scenario. The kind is
+// the name of the folder's parent (cluster, authz, sidecar), else -kind, else the command's
+// verb. With -w it writes the folder's want file instead.
 //
-//	go run ./cmd/istio-output [-w] DIR...
+//	go run ./cmd/istio-output [-w] [-kind sidecar] DIR...
 package main
 
 import (
@@ -16,6 +18,7 @@ import (
 
 func main() {
 	write := flag.Bool("w", false, "write want.envoy.json / want.ztunnel.yaml into each folder")
+	kindFlag := flag.String("kind", "", "scenario kind (cluster, authz, sidecar) for folders whose parent does not name one")
 	flag.Parse()
 	rc := 0
 	for _, dir := range flag.Args() {
@@ -25,7 +28,14 @@ func main() {
 			rc = 1
 			continue
 		}
-		out, want, err := istiorun.Run(sc)
+		kind := istiorun.KindOf(dir)
+		if kind == "" {
+			kind = *kindFlag
+		}
+		if kind == "" {
+			kind = sc.Args.Verb
+		}
+		out, want, err := istiorun.RunKind(sc, kind)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "%s: %v\n", dir, err)
 			rc = 1
