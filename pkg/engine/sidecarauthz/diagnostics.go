@@ -32,6 +32,7 @@ const (
 	diagLoad              = "S14"
 	diagInboundConflict   = "S15"
 	diagNoRequestAuthn    = "S16"
+	diagMalformedIdentity = "S17"
 )
 
 func apRef(ap *securityv1.AuthorizationPolicy) provenance.Ref {
@@ -99,12 +100,12 @@ func (e *explanation) diagnostics() []explain.Diagnostic {
 				if strings.HasPrefix(b.Skipped, "invalid rule") {
 					id = diagInvalidRule
 				}
-				add(id, explain.SeverityError, fmt.Sprintf("%s: %s; istiod skips %s rule %s", b.SkippedField, b.Skipped, r.Action, r.Name),
+				add(id, explain.SeverityError, fmt.Sprintf("%s: %s; istiod skips %s rule %s", b.SkippedField, reasonText(b.Skipped), r.Action, r.Name),
 					"fix the value; a rule istiod cannot build is left out (an ALLOW allows less, every other rule with an unknown attribute is lost)", ref)
 			}
 			for _, d := range b.Dropped {
 				if !strings.Contains(d.Reason, "HTTP only") {
-					add(diagBadValue, explain.SeverityWarning, fmt.Sprintf("%s: %q: %s; istiod ignores the value in %s rule %s, which then matches more", d.Field, d.Value, d.Reason, r.Action, r.Name),
+					add(diagBadValue, explain.SeverityWarning, fmt.Sprintf("%s: %q: %s; istiod ignores the value in %s rule %s, which then matches more", d.Field, d.Value, reasonText(d.Reason), r.Action, r.Name),
 						"fix the value (ports are numbers 0-65535, IPs and CIDRs must parse)", ref)
 				}
 			}
@@ -121,6 +122,7 @@ func (e *explanation) diagnostics() []explain.Diagnostic {
 	}
 	out = append(out, e.identityDiagnostics()...)
 	out = append(out, e.requestAuthnDiagnostics()...)
+	out = append(out, e.principalDiagnostics()...)
 	out = append(out, e.providerDiagnostics()...)
 	out = append(out, e.peerAuthnDiagnostics()...)
 	for _, ap := range e.targetRef {
@@ -360,6 +362,49 @@ func (e *explanation) requestAuthnDiagnostics() []explain.Diagnostic {
 						Fix:       "add a RequestAuthentication that selects the workload (its namespace, or the root namespace)",
 						Resources: []provenance.Ref{apRef(ap)}})
 				}
+			}
+		}
+	}
+	return out
+}
+
+// reasonText rewrites istiod's port error (`invalid port 99999: <nil>`) into words.
+func reasonText(r string) string {
+	if strings.HasPrefix(r, "invalid port ") {
+		v, _, _ := strings.Cut(strings.TrimPrefix(r, "invalid port "), ":")
+		return fmt.Sprintf("%s is not a port number (0-65535)", v)
+	}
+	return r
+}
+
+// principalDiagnostics: principals istiod matches literally although they look like patterns
+// or carry a scheme: `*` only works at the start or the end, and istiod adds `spiffe://`
+// itself.
+func (e *explanation) principalDiagnostics() []explain.Diagnostic {
+	var out []explain.Diagnostic
+	check := func(ap *securityv1.AuthorizationPolicy, field string, vals []string) {
+		for k, v := range vals {
+			var why string
+			switch {
+			case strings.HasPrefix(v, "spiffe://"):
+				why = "starts with spiffe://, which istiod adds itself: the match is spiffe://" + v + ", which no certificate carries"
+			case strings.Contains(strings.TrimSuffix(strings.TrimPrefix(v, "*"), "*"), "*"):
+				why = "has a `*` inside; istiod supports `*` only as a whole value, a prefix or a suffix, so it is matched literally and no identity matches"
+			default:
+				continue
+			}
+			out = append(out, explain.Diagnostic{ID: diagMalformedIdentity, Severity: explain.SeverityWarning,
+				Message:   fmt.Sprintf("%s[%d]: principal %q %s", field, k, v, why),
+				Fix:       "write `<trust domain>/ns/<namespace>/sa/<service account>`, with `*` only at the start or the end (or use namespaces / serviceAccounts)",
+				Resources: []provenance.Ref{apRef(ap)}})
+		}
+	}
+	for _, ap := range e.selected {
+		for i, r := range ap.Spec.GetRules() {
+			for j, f := range r.GetFrom() {
+				base := fmt.Sprintf("spec.rules[%d].from[%d].source.", i, j)
+				check(ap, base+"principals", f.GetSource().GetPrincipals())
+				check(ap, base+"notPrincipals", f.GetSource().GetNotPrincipals())
 			}
 		}
 	}

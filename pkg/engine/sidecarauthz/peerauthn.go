@@ -150,7 +150,8 @@ func composePeerAuthn(root string, all []*securityv1.PeerAuthentication, pod *co
 
 // forPort is GetMutualTLSModeForPort, with the origin of the answer.
 func (p *peerAuthn) forPort(snap *model.Snapshot, port uint32) (Mode, provenance.Origin) {
-	if m, ok := p.perPort[port]; ok && port != 0 {
+	// GetMutualTLSModeForPort: a portLevelMtls key 0 applies to the catch-all chains too.
+	if m, ok := p.perPort[port]; ok {
 		o := snap.Origin(provenance.LayerPeerAuthentication, paKey(p.wl), fmt.Sprintf("spec.portLevelMtls[%d].mode", port))
 		if unset(p.wl.Spec.PortLevelMtls[port]) {
 			o.Note = "UNSET: the workload mode"
