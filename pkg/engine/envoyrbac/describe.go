@@ -1,8 +1,9 @@
 package envoyrbac
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
-	"strings"
 
 	rbacpb "github.com/envoyproxy/go-control-plane/envoy/config/rbac/v3"
 	routepb "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
@@ -54,7 +55,12 @@ func describe(m proto.Message) string {
 	if err != nil {
 		return fmt.Sprint(m)
 	}
-	return strings.Join(strings.Fields(string(b)), " ")
+	// protojson varies its whitespace on purpose: compact it so the text depends on m only.
+	var c bytes.Buffer
+	if err := json.Compact(&c, b); err != nil {
+		return string(b)
+	}
+	return c.String()
 }
 
 func describeHeader(h *routepb.HeaderMatcher) string {

@@ -1,7 +1,9 @@
 package sidecarauthz
 
 import (
+	"bytes"
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -311,8 +313,13 @@ func (e *explanation) addObjects() {
 	e.res.Objects = append(e.res.Objects, filterObjs...)
 }
 
+// compactJSON removes protojson's deliberately varying whitespace.
 func compactJSON(b []byte) []byte {
-	return []byte(strings.Join(strings.Fields(string(b)), " "))
+	var c bytes.Buffer
+	if err := json.Compact(&c, b); err != nil {
+		return b
+	}
+	return c.Bytes()
 }
 
 func (c *chain) portText() string {
