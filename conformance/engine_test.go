@@ -247,6 +247,10 @@ func runGeneratedIstio(t *testing.T, kind string, seed uint64, n int) {
 			t.Errorf("seed %d (%s): two runs of Istio disagree (%v):\n  %s\n(scenario in %s)",
 				s.Seed, kind, err, strings.Join(diffs, "\n  "), keep(t, s))
 		}
+		if (i+1)%50 == 0 {
+			t.Logf("%s: after %d generated (seed %d): %d dropped as invalid, %d not run because Istio panics, %d run twice, %d with two different raw answers",
+				kind, i+1, s.Seed, dropped, knownPanics, ran, rawDiffer)
+		}
 	}
 	t.Logf("%s: %d generated, %d dropped as invalid by Istio's validation, %d not run because Istio panics, %d run twice, %d with two different raw answers",
 		kind, n, dropped, knownPanics, ran, rawDiffer)
