@@ -11,29 +11,42 @@ import (
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/envoyrbac"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain/diag"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
 
-// Diagnostic IDs of the sidecar answer (docs/usage.md lists them).
+// Diagnostic IDs of the sidecar answer (the catalogue: pkg/explain/diag, docs/diagnostics.md).
 const (
-	diagTCPWidened        = "S01"
-	diagTCPAllowDropped   = "S02"
-	diagPlaintextIdentity = "S03"
-	diagProviderMissing   = "S04"
-	diagHTTPProviderTCP   = "S05"
-	diagDryRunAllow       = "S06"
-	diagServicePortKey    = "S07"
-	diagPortNoService     = "S08"
-	diagRootSelectorPA    = "S09"
-	diagTargetRef         = "S10"
-	diagBadValue          = "S11"
-	diagInvalidRule       = "S12"
-	diagChainOrder        = "S13"
-	diagLoad              = "S14"
-	diagInboundConflict   = "S15"
-	diagNoRequestAuthn    = "S16"
-	diagMalformedIdentity = "S17"
+	diagTCPWidened        = diag.SidecarHTTPFieldsWidenOnTCP
+	diagTCPAllowDropped   = diag.SidecarAllowDroppedOnTCP
+	diagPlaintextIdentity = diag.SidecarIdentityOnPlaintext
+	diagProviderMissing   = diag.SidecarCustomProviderUnusable
+	diagHTTPProviderTCP   = diag.SidecarHTTPProviderOnTCP
+	diagDryRunAllow       = diag.SidecarDryRunAllow
+	diagServicePortKey    = diag.SidecarServicePortInPortLevelMtls
+	diagPortNoService     = diag.SidecarPortLevelWithoutService
+	diagRootSelectorPA    = diag.SidecarRootSelectorPeerAuthentication
+	diagTargetRef         = diag.SidecarTargetRefIgnored
+	diagBadValue          = diag.SidecarBadValue
+	diagInvalidRule       = diag.SidecarInvalidRule
+	diagChainOrder        = diag.SidecarChainOrderFromMap
+	diagLoad              = diag.SidecarLoadIssue
+	diagInboundConflict   = diag.SidecarInboundPortConflict
+	diagNoRequestAuthn    = diag.SidecarNoRequestAuthentication
+	diagMalformedIdentity = diag.SidecarPrincipalMatchedLiterally
 )
+
+// finding is one diagnostic before it goes through the catalogue (diag.ID.At), which gives it
+// its ID's spelling.
+type finding struct {
+	id   diag.ID
+	sev  explain.Severity
+	msg  string
+	fix  string
+	refs []provenance.Ref
+}
+
+func (f finding) d() explain.Diagnostic { return f.id.At(f.sev, f.msg, f.fix, f.refs...) }
 
 func apRef(ap *securityv1.AuthorizationPolicy) provenance.Ref {
 	return provenance.Ref{Kind: "AuthorizationPolicy", Namespace: ap.Namespace, Name: ap.Name}
@@ -67,8 +80,8 @@ func (e *explanation) plaintextPorts() []string {
 
 func (e *explanation) diagnostics() []explain.Diagnostic {
 	var out []explain.Diagnostic
-	add := func(id string, sev explain.Severity, msg, fix string, refs ...provenance.Ref) {
-		out = append(out, explain.Diagnostic{ID: id, Severity: sev, Message: msg, Fix: fix, Resources: refs})
+	add := func(id diag.ID, sev explain.Severity, msg, fix string, refs ...provenance.Ref) {
+		out = append(out, finding{id: id, sev: sev, msg: msg, fix: fix, refs: refs}.d())
 	}
 	tcp := strings.Join(e.tcpPorts(), ", ")
 	allowOnTCP, allowPolicies := false, []provenance.Ref{}
@@ -167,13 +180,13 @@ func (e *explanation) identityDiagnostics() []explain.Diagnostic {
 				neg := len(s.GetNotPrincipals()) > 0 || len(s.GetNotNamespaces()) > 0 || len(s.GetNotServiceAccounts()) > 0
 				switch {
 				case action == "DENY" && neg:
-					out = append(out, explain.Diagnostic{ID: diagPlaintextIdentity, Severity: explain.SeverityWarning,
-						Message: fmt.Sprintf("%snotPrincipals/notNamespaces: on ports that accept plaintext (%s) a caller without mutual TLS has no identity, so this DENY rule blocks every plaintext caller", base, strings.Join(plain, ", ")),
-						Fix:     "make the ports STRICT, or say what the rule means with principals of the callers to block", Resources: []provenance.Ref{apRef(ap)}})
+					out = append(out, finding{id: diagPlaintextIdentity, sev: explain.SeverityWarning,
+						msg: fmt.Sprintf("%snotPrincipals/notNamespaces: on ports that accept plaintext (%s) a caller without mutual TLS has no identity, so this DENY rule blocks every plaintext caller", base, strings.Join(plain, ", ")),
+						fix: "make the ports STRICT, or say what the rule means with principals of the callers to block", refs: []provenance.Ref{apRef(ap)}}.d())
 				case pos && action != "DENY":
-					out = append(out, explain.Diagnostic{ID: diagPlaintextIdentity, Severity: explain.SeverityInfo,
-						Message: fmt.Sprintf("%sprincipals/namespaces: on ports that accept plaintext (%s) a caller without mutual TLS has no identity and never matches this %s rule", base, strings.Join(plain, ", "), action),
-						Fix:     "make the ports STRICT (PeerAuthentication) so every caller presents an identity", Resources: []provenance.Ref{apRef(ap)}})
+					out = append(out, finding{id: diagPlaintextIdentity, sev: explain.SeverityInfo,
+						msg: fmt.Sprintf("%sprincipals/namespaces: on ports that accept plaintext (%s) a caller without mutual TLS has no identity and never matches this %s rule", base, strings.Join(plain, ", "), action),
+						fix: "make the ports STRICT (PeerAuthentication) so every caller presents an identity", refs: []provenance.Ref{apRef(ap)}}.d())
 				}
 			}
 		}
@@ -204,9 +217,9 @@ func (e *explanation) providerDiagnostics() []explain.Diagnostic {
 		if p == "" {
 			field = "spec.provider"
 		}
-		out = append(out, explain.Diagnostic{ID: diagProviderMissing, Severity: explain.SeverityError,
-			Message: fmt.Sprintf("%s: CUSTOM provider %q cannot be used (%s): istiod fails closed and denies every request the CUSTOM rules match", field, p, why),
-			Fix:     "define the provider in MeshConfig extensionProviders (envoyExtAuthzHttp or envoyExtAuthzGrpc, with a service that exists), or fix the name", Resources: refs})
+		out = append(out, finding{id: diagProviderMissing, sev: explain.SeverityError,
+			msg: fmt.Sprintf("%s: CUSTOM provider %q cannot be used (%s): istiod fails closed and denies every request the CUSTOM rules match", field, p, why),
+			fix: "define the provider in MeshConfig extensionProviders (envoyExtAuthzHttp or envoyExtAuthzGrpc, with a service that exists), or fix the name", refs: refs}.d())
 	}
 	for _, p := range e.rbac.HTTPOnlyProviders {
 		var refs []provenance.Ref
@@ -215,9 +228,9 @@ func (e *explanation) providerDiagnostics() []explain.Diagnostic {
 				refs = appendRef(refs, apRef(ap))
 			}
 		}
-		out = append(out, explain.Diagnostic{ID: diagHTTPProviderTCP, Severity: explain.SeverityWarning,
-			Message: fmt.Sprintf("spec.provider.name: provider %q is an HTTP ext_authz service; istiod adds nothing for it on the TCP chains (ports %s), so the CUSTOM policy is not enforced there", p, strings.Join(e.tcpPorts(), ", ")),
-			Fix:     "use an envoyExtAuthzGrpc provider to cover TCP, or add a DENY or ALLOW policy for the TCP ports", Resources: refs})
+		out = append(out, finding{id: diagHTTPProviderTCP, sev: explain.SeverityWarning,
+			msg: fmt.Sprintf("spec.provider.name: provider %q is an HTTP ext_authz service; istiod adds nothing for it on the TCP chains (ports %s), so the CUSTOM policy is not enforced there", p, strings.Join(e.tcpPorts(), ", ")),
+			fix: "use an envoyExtAuthzGrpc provider to cover TCP, or add a DENY or ALLOW policy for the TCP ports", refs: refs}.d())
 	}
 	return out
 }
@@ -238,26 +251,26 @@ func (e *explanation) peerAuthnDiagnostics() []explain.Diagnostic {
 			}
 			for _, t := range e.targets {
 				if uint32(t.port.Port) == k && t.target != k {
-					out = append(out, explain.Diagnostic{ID: diagServicePortKey, Severity: explain.SeverityWarning,
-						Message: fmt.Sprintf("spec.portLevelMtls[%d]: %d is the port of Service %s, whose target port on the pod is %d; port-level mTLS is keyed by the pod's port, so port %d keeps the workload mode %s", k, k, t.svc.Name, t.target, t.target, e.pa.mode),
-						Fix:     fmt.Sprintf("use the key %d", t.target), Resources: []provenance.Ref{paRef(wl)}})
+					out = append(out, finding{id: diagServicePortKey, sev: explain.SeverityWarning,
+						msg: fmt.Sprintf("spec.portLevelMtls[%d]: %d is the port of Service %s, whose target port on the pod is %d; port-level mTLS is keyed by the pod's port, so port %d keeps the workload mode %s", k, k, t.svc.Name, t.target, t.target, e.pa.mode),
+						fix: fmt.Sprintf("use the key %d", t.target), refs: []provenance.Ref{paRef(wl)}}.d())
 				}
 			}
-			out = append(out, explain.Diagnostic{ID: diagPortNoService, Severity: explain.SeverityInfo,
-				Message: fmt.Sprintf("spec.portLevelMtls[%d]: no Service exposes port %d of pod %s/%s; istiod adds catch-all chains for it with mode %s", k, k, e.pod.Namespace, e.pod.Name, e.pa.perPort[k]),
-				Fix:     "expose the port in a Service, or remove the key", Resources: []provenance.Ref{paRef(wl)}})
+			out = append(out, finding{id: diagPortNoService, sev: explain.SeverityInfo,
+				msg: fmt.Sprintf("spec.portLevelMtls[%d]: no Service exposes port %d of pod %s/%s; istiod adds catch-all chains for it with mode %s", k, k, e.pod.Namespace, e.pod.Name, e.pa.perPort[k]),
+				fix: "expose the port in a Service, or remove the key", refs: []provenance.Ref{paRef(wl)}}.d())
 		}
 		if len(e.perPortPassthrough) > 1 {
-			out = append(out, explain.Diagnostic{ID: diagChainOrder, Severity: explain.SeverityInfo,
-				Message: fmt.Sprintf("spec.portLevelMtls: ports %s have no Service; istiod adds their catch-all chains in the order of a Go map, which changes between pushes: the order shown (by port) is one of them", joinPorts(e.perPortPassthrough)),
-				Fix:     "nothing to fix for Envoy (the chains match different ports); compare chains by port, not by position", Resources: []provenance.Ref{paRef(wl)}})
+			out = append(out, finding{id: diagChainOrder, sev: explain.SeverityInfo,
+				msg: fmt.Sprintf("spec.portLevelMtls: ports %s have no Service; istiod adds their catch-all chains in the order of a Go map, which changes between pushes: the order shown (by port) is one of them", joinPorts(e.perPortPassthrough)),
+				fix: "nothing to fix for Envoy (the chains match different ports); compare chains by port, not by position", refs: []provenance.Ref{paRef(wl)}}.d())
 		}
 	}
 	for _, n := range e.pa.ignored {
 		if n.pa.Namespace == e.root && len(n.pa.Spec.GetSelector().GetMatchLabels()) > 0 {
-			out = append(out, explain.Diagnostic{ID: diagRootSelectorPA, Severity: explain.SeverityWarning,
-				Message: fmt.Sprintf("spec.selector: PeerAuthentication %s/%s is in the root namespace and has a selector: istiod never uses it for pod %s/%s", n.pa.Namespace, n.pa.Name, e.pod.Namespace, e.pod.Name),
-				Fix:     "put a workload policy in the workload's namespace, or remove the selector for a mesh-wide policy", Resources: []provenance.Ref{paRef(n.pa)}})
+			out = append(out, finding{id: diagRootSelectorPA, sev: explain.SeverityWarning,
+				msg: fmt.Sprintf("spec.selector: PeerAuthentication %s/%s is in the root namespace and has a selector: istiod never uses it for pod %s/%s", n.pa.Namespace, n.pa.Name, e.pod.Namespace, e.pod.Name),
+				fix: "put a workload policy in the workload's namespace, or remove the selector for a mesh-wide policy", refs: []provenance.Ref{paRef(n.pa)}}.d())
 		}
 	}
 	return out
@@ -296,7 +309,7 @@ func (e *explanation) loadDiagnostics() []explain.Diagnostic {
 		if is.Position != nil {
 			msg += " (" + is.Position.String() + ")"
 		}
-		d := explain.Diagnostic{ID: diagLoad, Severity: sev, Message: msg, Fix: "fix the object; everything else is explained without it"}
+		d := finding{id: diagLoad, sev: sev, msg: msg, fix: "fix the object; everything else is explained without it"}.d()
 		if is.Resource != nil {
 			d.Resources = []provenance.Ref{*is.Resource}
 		}
@@ -351,16 +364,16 @@ func (e *explanation) requestAuthnDiagnostics() []explain.Diagnostic {
 					if action == "DENY" {
 						what = "never matches on HTTP chains: it denies nothing there"
 					}
-					out = append(out, explain.Diagnostic{ID: diagNoRequestAuthn, Severity: explain.SeverityWarning,
-						Message:   fmt.Sprintf("%srequestPrincipals: no RequestAuthentication selects pod %s/%s, so no request carries a validated JWT and this %s rule %s", base, e.pod.Namespace, e.pod.Name, action, what),
-						Fix:       "add a RequestAuthentication that selects the workload (its namespace, or the root namespace)",
-						Resources: []provenance.Ref{apRef(ap)}})
+					out = append(out, finding{id: diagNoRequestAuthn, sev: explain.SeverityWarning,
+						msg:  fmt.Sprintf("%srequestPrincipals: no RequestAuthentication selects pod %s/%s, so no request carries a validated JWT and this %s rule %s", base, e.pod.Namespace, e.pod.Name, action, what),
+						fix:  "add a RequestAuthentication that selects the workload (its namespace, or the root namespace)",
+						refs: []provenance.Ref{apRef(ap)}}.d())
 				}
 				if len(s.GetNotRequestPrincipals()) > 0 {
-					out = append(out, explain.Diagnostic{ID: diagNoRequestAuthn, Severity: explain.SeverityWarning,
-						Message:   fmt.Sprintf("%snotRequestPrincipals: no RequestAuthentication selects pod %s/%s, so no request carries a validated JWT and this condition matches every request (%s)", base, e.pod.Namespace, e.pod.Name, action),
-						Fix:       "add a RequestAuthentication that selects the workload (its namespace, or the root namespace)",
-						Resources: []provenance.Ref{apRef(ap)}})
+					out = append(out, finding{id: diagNoRequestAuthn, sev: explain.SeverityWarning,
+						msg:  fmt.Sprintf("%snotRequestPrincipals: no RequestAuthentication selects pod %s/%s, so no request carries a validated JWT and this condition matches every request (%s)", base, e.pod.Namespace, e.pod.Name, action),
+						fix:  "add a RequestAuthentication that selects the workload (its namespace, or the root namespace)",
+						refs: []provenance.Ref{apRef(ap)}}.d())
 				}
 			}
 		}
@@ -393,10 +406,10 @@ func (e *explanation) principalDiagnostics() []explain.Diagnostic {
 			default:
 				continue
 			}
-			out = append(out, explain.Diagnostic{ID: diagMalformedIdentity, Severity: explain.SeverityWarning,
-				Message:   fmt.Sprintf("%s[%d]: principal %q %s", field, k, v, why),
-				Fix:       "write `<trust domain>/ns/<namespace>/sa/<service account>`, with `*` only at the start or the end (or use namespaces / serviceAccounts)",
-				Resources: []provenance.Ref{apRef(ap)}})
+			out = append(out, finding{id: diagMalformedIdentity, sev: explain.SeverityWarning,
+				msg:  fmt.Sprintf("%s[%d]: principal %q %s", field, k, v, why),
+				fix:  "write `<trust domain>/ns/<namespace>/sa/<service account>`, with `*` only at the start or the end (or use namespaces / serviceAccounts)",
+				refs: []provenance.Ref{apRef(ap)}}.d())
 		}
 	}
 	for _, ap := range e.selected {

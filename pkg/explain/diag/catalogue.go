@@ -64,6 +64,27 @@ const (
 	ParentPeerAuthenticationTie    ID = "A24"
 )
 
+// The sidecar authorization diagnostics (`kubectl mesh-explain authz` on a pod with a sidecar).
+const (
+	SidecarHTTPFieldsWidenOnTCP           ID = "S01"
+	SidecarAllowDroppedOnTCP              ID = "S02"
+	SidecarIdentityOnPlaintext            ID = "S03"
+	SidecarCustomProviderUnusable         ID = "S04"
+	SidecarHTTPProviderOnTCP              ID = "S05"
+	SidecarDryRunAllow                    ID = "S06"
+	SidecarServicePortInPortLevelMtls     ID = "S07"
+	SidecarPortLevelWithoutService        ID = "S08"
+	SidecarRootSelectorPeerAuthentication ID = "S09"
+	SidecarTargetRefIgnored               ID = "S10"
+	SidecarBadValue                       ID = "S11"
+	SidecarInvalidRule                    ID = "S12"
+	SidecarChainOrderFromMap              ID = "S13"
+	SidecarLoadIssue                      ID = "S14"
+	SidecarInboundPortConflict            ID = "S15"
+	SidecarNoRequestAuthentication        ID = "S16"
+	SidecarPrincipalMatchedLiterally      ID = "S17"
+)
+
 const (
 	sevError   = explain.SeverityError
 	sevWarning = explain.SeverityWarning
@@ -181,6 +202,41 @@ var Catalogue = []Entry{
 		Fix: "use PERMISSIVE rather than DISABLE for the port exemption, or set the workload policy's mode to STRICT"},
 	{ID: ParentPeerAuthenticationTie, Severity: sevWarning, Title: "parents of a workload PeerAuthentication tied",
 		Fix: "keep one selector-less PeerAuthentication per namespace"},
+
+	{ID: SidecarHTTPFieldsWidenOnTCP, Severity: sevWarning, Title: "DENY, AUDIT or CUSTOM rule widened on TCP chains",
+		Fix: "restrict the rule to HTTP ports with to.operation.ports, or move the HTTP condition to a policy for an HTTP port"},
+	{ID: SidecarAllowDroppedOnTCP, Severity: sevWarning, Title: "ALLOW rule dropped on TCP chains",
+		Fix: "add an ALLOW rule without HTTP-only fields for the TCP traffic you expect"},
+	{ID: SidecarIdentityOnPlaintext, Severity: sevWarning, Also: []explain.Severity{sevInfo}, Title: "identity condition on a port that accepts plaintext",
+		Fix: "make the ports STRICT (PeerAuthentication) so every caller presents an identity"},
+	{ID: SidecarCustomProviderUnusable, Severity: sevError, Title: "CUSTOM provider that cannot be used",
+		Fix: "define the provider in MeshConfig extensionProviders, with a service that exists, or fix the name"},
+	{ID: SidecarHTTPProviderOnTCP, Severity: sevWarning, Title: "CUSTOM HTTP provider not enforced on TCP chains",
+		Fix: "use an envoyExtAuthzGrpc provider to cover TCP, or add a DENY or ALLOW policy for the TCP ports"},
+	{ID: SidecarDryRunAllow, Severity: sevInfo, Title: "dry-run ALLOW policy",
+		Fix: "remove the istio.io/dry-run annotation (or set it to false) to enforce the policy"},
+	{ID: SidecarServicePortInPortLevelMtls, Severity: sevWarning, Title: "portLevelMtls key that is a Service port",
+		Fix: "key portLevelMtls by the pod's (target) port"},
+	{ID: SidecarPortLevelWithoutService, Severity: sevInfo, Title: "portLevelMtls key for a port no Service exposes",
+		Fix: "expose the port in a Service, or remove the key"},
+	{ID: SidecarRootSelectorPeerAuthentication, Severity: sevWarning, Title: "root-namespace PeerAuthentication with a selector",
+		Fix: "put a workload policy in the workload's namespace, or remove the selector for a mesh-wide policy"},
+	{ID: SidecarTargetRefIgnored, Severity: sevInfo, Title: "targetRef policy ignored by a sidecar",
+		Fix: "use spec.selector for a policy the sidecar enforces"},
+	{ID: SidecarBadValue, Severity: sevError, Also: []explain.Severity{sevWarning}, Title: "value istiod cannot convert",
+		Fix: "fix the value: ports are numbers 0-65535, IPs and CIDRs must parse"},
+	{ID: SidecarInvalidRule, Severity: sevError, Title: "rule istiod cannot build",
+		Fix: "use a supported when key"},
+	{ID: SidecarChainOrderFromMap, Severity: sevInfo, Title: "catch-all chains in map order",
+		Fix: "nothing to fix for Envoy; compare chains by port, not by position"},
+	{ID: SidecarLoadIssue, Severity: sevWarning, Also: []explain.Severity{sevError}, Title: "object that could not be read",
+		Fix: "fix the object; everything else is explained without it"},
+	{ID: SidecarInboundPortConflict, Severity: sevInfo, Title: "two Services on one target port",
+		Fix: "give the Services the same protocol for the port, or one Service per port"},
+	{ID: SidecarNoRequestAuthentication, Severity: sevWarning, Title: "request principals without a RequestAuthentication",
+		Fix: "add a RequestAuthentication that selects the workload"},
+	{ID: SidecarPrincipalMatchedLiterally, Severity: sevWarning, Title: "principal matched literally",
+		Fix: "write <trust domain>/ns/<namespace>/sa/<service account>, with * only at the start or the end"},
 }
 
 var index = func() map[ID]Entry {

@@ -17,7 +17,8 @@ import (
 )
 
 // ID is a stable diagnostic identifier: D-prefixed for the cluster engine (and the index
-// behind it), A-prefixed for the ambient authorization engine. An ID is never reused.
+// behind it), A-prefixed for the ambient authorization engine, S-prefixed for the sidecar authorization
+// engine. An ID is never reused.
 type ID string
 
 // Entry is what the catalogue says about one ID.
