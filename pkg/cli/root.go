@@ -190,7 +190,7 @@ func newRootCmd(o *CommonOptions, clusterRun func(context.Context, *ClusterOptio
 		SilenceUsage:  true,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usageErrorf(cmd, "unknown command %q for %q", args[0], displayName)
+				return unknownCommand(cmd, args[0])
 			}
 			return nil
 		},
@@ -210,6 +210,10 @@ func newRootCmd(o *CommonOptions, clusterRun func(context.Context, *ClusterOptio
 	})
 	o.AddFlags(cmd)
 	cmd.AddCommand(NewCmdCluster(o, clusterRun), NewCmdAuthz(o, authzRun))
+	for _, c := range cmd.Commands() {
+		withNamespaceHint(o, c)
+	}
+	addSuggestions(cmd)
 	return cmd
 }
 
