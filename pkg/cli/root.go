@@ -47,6 +47,10 @@ type CommonOptions struct {
 	// Getenv reads the environment (NO_COLOR); tests replace it.
 	Getenv func(string) string
 
+	// ListIstiods lists the istiod Deployments (nil: the cluster's, listIstiods); tests
+	// replace it.
+	ListIstiods IstiodLister
+
 	// stdin is standard input once read (-f -), for loads that read the files again.
 	stdin *stdinCopy
 }
@@ -212,7 +216,9 @@ func newRootCmd(o *CommonOptions, clusterRun func(context.Context, *ClusterOptio
 	cmd.AddCommand(NewCmdCluster(o, clusterRun), NewCmdAuthz(o, authzRun))
 	for _, c := range cmd.Commands() {
 		withNamespaceHint(o, c)
+		withIstiodCheck(o, c)
 	}
+	cmd.AddCommand(NewCmdVersion(o))
 	addSuggestions(cmd)
 	return cmd
 }

@@ -18,6 +18,7 @@ func TestCommandSuggestions(t *testing.T) {
 		{"auth", "authz"},
 		{"authorizationpolicy", "authz"},
 		{"cds", "cluster"},
+		{"verison", "version"},
 		{"explain", ""},
 	} {
 		r := runWith(t, &fakes{}, tc.typed)
