@@ -208,7 +208,6 @@ func newRootCmd(o *CommonOptions, clusterRun func(context.Context, *ClusterOptio
 	cmd.SetErr(streams.ErrOut)
 	cmd.Flags().Bool("version", false, "Print the version of "+displayName+" and exit")
 	cmd.SetVersionTemplate("{{.DisplayName}} {{.Version}}\n")
-	cmd.CompletionOptions.DisableDefaultCmd = true
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &UsageError{Cmd: c, Err: err}
 	})
@@ -219,6 +218,7 @@ func newRootCmd(o *CommonOptions, clusterRun func(context.Context, *ClusterOptio
 		withIstiodCheck(o, c)
 	}
 	cmd.AddCommand(NewCmdVersion(o))
+	registerCompletions(o, cmd)
 	addSuggestions(cmd)
 	return cmd
 }
