@@ -37,8 +37,7 @@ func registerCompletions(o *CommonOptions, root *cobra.Command) {
 
 const noFiles = cobra.ShellCompDirectiveNoFileComp
 
-
-// namespace is -n, else the kubeconfig context's namespace, else default; it never fails.
+// completionNamespace is -n, else the kubeconfig context's namespace, else default; it never fails.
 func (o *CommonOptions) completionNamespace() string {
 	if ns, err := o.Namespace(); err == nil {
 		return ns
@@ -46,7 +45,7 @@ func (o *CommonOptions) completionNamespace() string {
 	return "default"
 }
 
-// files returns the -f objects, or nil when there are no -f files.
+// completionFiles returns the -f objects, or nil when there are no -f files.
 func (o *CommonOptions) completionFiles(cmd *cobra.Command) *model.Snapshot {
 	if len(o.Filenames) == 0 {
 		return nil
