@@ -285,7 +285,11 @@ func (o *CommonOptions) completeSubsets(cmd *cobra.Command, args []string, toCom
 	}
 	ctx, cancel := context.WithTimeout(completionContext(cmd), lookupTimeout)
 	defer cancel()
-	for _, n := range namespaces(ns, svcNs) {
+	nss := []string{ns}
+	if svcNs != ns {
+		nss = append(nss, svcNs)
+	}
+	for _, n := range nss {
 		l, err := ic.NetworkingV1().DestinationRules(n).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			continue
