@@ -6,13 +6,16 @@
 #   make conformance   only the conformance module (separate go.mod requiring istio.io/istio)
 #   make bench         performance benchmark against a real kube-apiserver
 #   make golden        rewrite golden files (review the diff)
+#   make release-check goreleaser check, a one-target snapshot release, the krew manifest
+#                      rendered, validated and installed with krew (hack/release-check.sh)
 
 GO      ?= go
 BIN     := bin/kubectl-mesh_explain
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -s -w -X github.com/mesh-explain/kubectl-mesh-explain/pkg/cli.Version=$(VERSION)
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS := -s -w -X github.com/mesh-explain/kubectl-mesh-explain/pkg/cli.Version=$(VERSION) -X github.com/mesh-explain/kubectl-mesh-explain/pkg/cli.Commit=$(COMMIT)
 
-.PHONY: build run-example test unit e2e conformance conformance-update golden bench verify clean
+.PHONY: build run-example test unit e2e conformance conformance-update golden bench verify release-check clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/kubectl-mesh_explain
@@ -41,6 +44,9 @@ golden:
 
 bench:
 	hack/bench.sh
+
+release-check:
+	hack/release-check.sh
 
 verify:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }

@@ -114,9 +114,9 @@ func NewCmdAuthz(common *CommonOptions, runF func(context.Context, *AuthzOptions
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVarP(&o.Output, "output", "o", o.Output, "Output format: "+strings.Join(AuthzFormats, "|"))
+	fs.StringVarP(&o.Output, "output", "o", o.Output, outputUsage(AuthzFormats))
 	fs.StringVarP(&o.Selector, "selector", "l", o.Selector, "Explain the pods in -n that match this label selector (app=a,version!=v2)")
-	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletions(AuthzFormats...))
+	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletions(outputCompletions(AuthzFormats)...))
 	return cmd
 }
 
@@ -152,7 +152,7 @@ func (o *AuthzOptions) Complete(cmd *cobra.Command, args []string) error {
 		o.query.Selector = o.Selector
 	}
 
-	p, err := render.For(o.Output, o.renderOptions(AuthzFormats))
+	p, err := printerFor(o.Output, o.renderOptions(AuthzFormats))
 	if err != nil {
 		return &UsageError{Cmd: cmd, Err: err}
 	}
@@ -184,7 +184,7 @@ func (o *AuthzOptions) Run(ctx context.Context) error {
 	if err := o.checkFormat(results); err != nil {
 		return err
 	}
-	if o.Output == FormatZtunnel || o.Output == render.FormatEnvoy {
+	if o.Output == FormatZtunnel || o.Output == render.FormatEnvoy || kubectlFormat(o.Output) {
 		for _, r := range results {
 			reportWarnings(o.ErrOut, r.Warnings, printed)
 		}

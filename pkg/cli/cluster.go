@@ -115,14 +115,13 @@ func NewCmdCluster(common *CommonOptions, runF func(context.Context, *ClusterOpt
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVarP(&o.Output, "output", "o", o.Output, "Output format: "+strings.Join(ClusterFormats, "|"))
+	fs.StringVarP(&o.Output, "output", "o", o.Output, outputUsage(ClusterFormats))
 	fs.Uint32Var(&o.Port, "port", o.Port, "Explain only this service port (same as HOST:PORT)")
 	fs.StringVar(&o.Subset, "subset", o.Subset, "Explain only this DestinationRule subset")
 	fs.StringVar(&o.From, "from", o.From, "The client sidecar: pod/NAME (in -n) or namespace/NS (default: a sidecar in -n)")
 	fs.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces,
 		"Also read DestinationRules in every namespace, to report rules that target this host but can never apply (D2)")
-	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletions(ClusterFormats...))
-	_ = cmd.RegisterFlagCompletionFunc("from", fixedCompletions("pod/", "namespace/"))
+	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletions(outputCompletions(ClusterFormats)...))
 	return cmd
 }
 
@@ -157,7 +156,7 @@ func (o *ClusterOptions) Complete(cmd *cobra.Command, args []string) error {
 	}
 	o.query = envoycluster.Query{Host: host, Namespace: ns, Port: port, Subset: o.Subset, From: from}
 
-	p, err := render.For(o.Output, o.renderOptions(ClusterFormats))
+	p, err := printerFor(o.Output, o.renderOptions(ClusterFormats))
 	if err != nil {
 		return &UsageError{Cmd: cmd, Err: err}
 	}
@@ -191,7 +190,7 @@ func (o *ClusterOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if o.Output == render.FormatEnvoy {
+	if o.Output == render.FormatEnvoy || kubectlFormat(o.Output) {
 		reportWarnings(o.ErrOut, res.Warnings, printed)
 	}
 	return o.printer.Print(o.Out, res)

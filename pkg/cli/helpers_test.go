@@ -33,6 +33,17 @@ type fakes struct {
 	// authzErrs, when set, are returned by successive authz explains instead of authzErr.
 	authzErrs    []error
 	authzQueries []ztunnelauthz.Query
+
+	// istiods / istiodErr are what listing the istiod Deployments returns; istiodLists
+	// counts the lists.
+	istiods     []Istiod
+	istiodErr   error
+	istiodLists int
+}
+
+func (f *fakes) listIstiods(context.Context, string) ([]Istiod, error) {
+	f.istiodLists++
+	return f.istiods, f.istiodErr
 }
 
 func (f *fakes) load(_ context.Context, s source.Spec) (*model.Snapshot, error) {
@@ -81,6 +92,7 @@ func (f *fakes) explainAuthz(_ *model.Snapshot, q ztunnelauthz.Query) ([]*explai
 func (f *fakes) root(streams genericiooptions.IOStreams) *cobra.Command {
 	o := NewCommonOptions(streams)
 	o.Getenv = func(string) string { return "" }
+	o.ListIstiods = f.listIstiods
 	return newRootCmd(o,
 		func(ctx context.Context, co *ClusterOptions) error {
 			co.Load, co.Explain = f.load, f.explainCluster

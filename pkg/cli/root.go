@@ -47,6 +47,10 @@ type CommonOptions struct {
 	// Getenv reads the environment (NO_COLOR); tests replace it.
 	Getenv func(string) string
 
+	// ListIstiods lists the istiod Deployments (nil: the cluster's, listIstiods); tests
+	// replace it.
+	ListIstiods IstiodLister
+
 	// stdin is standard input once read (-f -), for loads that read the files again.
 	stdin *stdinCopy
 }
@@ -174,7 +178,8 @@ func newRootCmd(o *CommonOptions, clusterRun func(context.Context, *ClusterOptio
 			DestinationRule hidden by exportTo, a subset no route uses) are printed as
 			diagnostics; they do not change the exit code.
 
-			Exit codes: 0 explained, 1 not found or failed, 64 usage error, 65 malformed input.`),
+			Exit codes: 0 explained, 1 not found or failed, 64 usage error, 65 malformed input,
+			70 internal error.`),
 		Example: examples(`
 			# The Envoy Clusters a sidecar in bookinfo gets for reviews, with the origin of every field
 			kubectl mesh-explain cluster reviews -n bookinfo
@@ -190,7 +195,7 @@ func newRootCmd(o *CommonOptions, clusterRun func(context.Context, *ClusterOptio
 		SilenceUsage:  true,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usageErrorf(cmd, "unknown command %q for %q", args[0], displayName)
+				return unknownCommand(cmd, args[0])
 			}
 			return nil
 		},
@@ -204,12 +209,18 @@ func newRootCmd(o *CommonOptions, clusterRun func(context.Context, *ClusterOptio
 	cmd.SetErr(streams.ErrOut)
 	cmd.Flags().Bool("version", false, "Print the version of "+displayName+" and exit")
 	cmd.SetVersionTemplate("{{.DisplayName}} {{.Version}}\n")
-	cmd.CompletionOptions.DisableDefaultCmd = true
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &UsageError{Cmd: c, Err: err}
 	})
 	o.AddFlags(cmd)
 	cmd.AddCommand(NewCmdCluster(o, clusterRun), NewCmdAuthz(o, authzRun))
+	for _, c := range cmd.Commands() {
+		withNamespaceHint(o, c)
+		withIstiodCheck(o, c)
+	}
+	cmd.AddCommand(NewCmdVersion(o))
+	registerCompletions(o, cmd)
+	addSuggestions(cmd)
 	return cmd
 }
 

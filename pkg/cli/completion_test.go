@@ -1,0 +1,67 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+)
+
+// complete runs `__complete args...` as the shells and kubectl's plugin completion do, and
+// returns the candidates and the directive line.
+func complete(t *testing.T, args ...string) ([]string, string) {
+	t.Helper()
+	r := runMain(t, "", append([]string{"__complete"}, args...)...)
+	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	if r.code != ExitOK || len(lines) == 0 {
+		t.Fatalf("__complete %v: %s", args, r)
+	}
+	return lines[:len(lines)-1], lines[len(lines)-1]
+}
+
+func TestCompletionFromFiles(t *testing.T) {
+	t.Chdir(repoRoot(t))
+	files := []string{"-f", "testdata/examples/bookinfo", "-f", "testdata/examples/ambient"}
+	for _, tc := range []struct {
+		args      []string
+		want      string
+		directive string
+	}{
+		{[]string{"-n", "bookinfo", "cluster", ""}, "a.foo productpage ratings reviews", ":4"},
+		{[]string{"-n", "bookinfo", "cluster", "re"}, "reviews", ":4"},
+		{[]string{"-n", "bookinfo", "cluster", "reviews", "--subset", ""}, "v1 v2 v3", ":4"},
+		{[]string{"-n", "bookinfo", "cluster", "reviews.bookinfo:9080", "--subset", "v"}, "v1 v2 v3", ":4"},
+		{[]string{"-n", "bookinfo", "cluster", "reviews", "--port", ""}, "9080", ":4"},
+		{[]string{"-n", "bookinfo", "cluster", "reviews", "--from", ""}, "namespace/ pod/", ":6"},
+		{[]string{"-n", "bookinfo", "cluster", "reviews", "--from", "pod/rev"}, "pod/reviews-v1 pod/reviews-v2 pod/reviews-v3", ":4"},
+		{[]string{"-n", "bookinfo", "cluster", "reviews", "--from", "namespace/"}, "namespace/bookinfo namespace/foo namespace/istio-system", ":4"},
+		{[]string{"-n", "foo", "authz", ""}, "deployment/ pod/", ":6"},
+		{[]string{"-n", "foo", "authz", "pod/"}, "pod/a", ":4"},
+		{[]string{"authz", "pod/a", "-n", ""}, "bookinfo foo istio-system", ":4"},
+		{[]string{"cluster", "reviews", "-o", ""}, "table wide json yaml envoy name jsonpath= jsonpath-file= go-template= go-template-file=", ":4"},
+	} {
+		args := append(append([]string{}, files...), tc.args...)
+		got, directive := complete(t, args...)
+		if strings.Join(got, " ") != tc.want || directive != tc.directive {
+			t.Errorf("__complete %s: got %q %s, want %q %s", strings.Join(tc.args, " "), got, directive, tc.want, tc.directive)
+		}
+	}
+}
+
+// Without a reachable cluster completion offers nothing and says nothing.
+func TestCompletionWithoutCluster(t *testing.T) {
+	t.Setenv("KUBECONFIG", "/nonexistent/kubeconfig")
+	for _, args := range [][]string{{"cluster", ""}, {"authz", "pod/"}, {"cluster", "x", "--subset", ""}, {"cluster", "x", "-n", ""}} {
+		r := runMain(t, "", append([]string{"__complete"}, args...)...)
+		if r.code != ExitOK || r.stdout != ":4\n" {
+			t.Errorf("__complete %v: %s", args, r)
+		}
+	}
+}
+
+func TestCompletionScripts(t *testing.T) {
+	for _, shell := range []string{"bash", "zsh", "fish", "powershell"} {
+		r := runMain(t, "", "completion", shell)
+		if r.code != ExitOK || !strings.Contains(r.stdout, "kubectl-mesh_explain") || r.stderr != "" {
+			t.Errorf("completion %s: %s", shell, r)
+		}
+	}
+}
