@@ -58,7 +58,9 @@ type target struct {
 func (t *target) origin(snap *model.Snapshot, note string) provenance.Origin {
 	k := model.ObjectKey{Kind: "Service", Namespace: t.svc.Namespace, Name: t.svc.Name}
 	field := fmt.Sprintf("spec.ports[%d].targetPort", t.portIndex)
-	if t.port.TargetPort.Type == intstr.Int && t.port.TargetPort.IntVal == 0 && t.port.TargetPort.StrVal == "" {
+	// An unset targetPort, or one equal to port (the API server writes port there when it is
+	// left out), is the port field, so live and file reads name the same field.
+	if tp := t.port.TargetPort; tp.Type == intstr.Int && (tp.IntVal == 0 || tp.IntVal == t.port.Port) {
 		field = fmt.Sprintf("spec.ports[%d].port", t.portIndex)
 	}
 	o := snap.Origin(provenance.LayerRegistry, k, field)
