@@ -8,8 +8,10 @@ import (
 	"os/signal"
 	"strings"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/klog/v2"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/render"
@@ -37,6 +39,11 @@ func StdStreams() genericiooptions.IOStreams {
 // Main runs `kubectl mesh-explain` with args (without the program name) and returns the exit
 // code. It is the only place where errors become messages and exit codes, and it never panics.
 func Main(args []string, streams genericiooptions.IOStreams) int {
+	// client-go logs through klog to stderr: a read cancelled because another read already
+	// failed (a bad token fails all of them) logs "Unexpected error when reading response
+	// body" once per read. Every read error the plugin cares about comes back as an error and
+	// is reported once, as a warning or the command's error; the log lines are noise around it.
+	klog.SetLogger(logr.Discard())
 	return run(args, streams, NewRootCmd)
 }
 
