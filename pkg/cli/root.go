@@ -174,7 +174,8 @@ func newRootCmd(o *CommonOptions, clusterRun func(context.Context, *ClusterOptio
 			DestinationRule hidden by exportTo, a subset no route uses) are printed as
 			diagnostics; they do not change the exit code.
 
-			Exit codes: 0 explained, 1 not found or failed, 64 usage error, 65 malformed input.`),
+			Exit codes: 0 explained, 1 not found or failed, 64 usage error, 65 malformed input;
+			check exits 79 when it finds something at or above --fail-on.`),
 		Example: examples(`
 			# The Envoy Clusters a sidecar in bookinfo gets for reviews, with the origin of every field
 			kubectl mesh-explain cluster reviews -n bookinfo
@@ -209,7 +210,7 @@ func newRootCmd(o *CommonOptions, clusterRun func(context.Context, *ClusterOptio
 		return &UsageError{Cmd: c, Err: err}
 	})
 	o.AddFlags(cmd)
-	cmd.AddCommand(NewCmdCluster(o, clusterRun), NewCmdAuthz(o, authzRun))
+	cmd.AddCommand(NewCmdCluster(o, clusterRun), NewCmdAuthz(o, authzRun), NewCmdCheck(o, nil))
 	return cmd
 }
 
