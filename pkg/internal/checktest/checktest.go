@@ -1,0 +1,87 @@
+// Package checktest is a test helper: the union of the per-host and per-workload answers, and
+// its comparison with a check report.
+//
+// It may import: check, explain; tests only.
+package checktest
+
+import (
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/check"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+)
+
+// Union is the union of the diagnostics of many answers, by cause (check.Key), with the hosts,
+// clients and workloads whose answers report each.
+type Union map[string]*Affected
+
+// Affected are the hosts, clients and workloads of one cause.
+type Affected struct {
+	Hosts, Clients, Workloads map[string]bool
+}
+
+// Add records d from the answer for host as seen by client, or for workload.
+func (u Union) Add(d explain.Diagnostic, host, client, workload string) {
+	k := check.Key(explain.Finding{Diagnostic: d})
+	a := u[k]
+	if a == nil {
+		a = &Affected{Hosts: map[string]bool{}, Clients: map[string]bool{}, Workloads: map[string]bool{}}
+		u[k] = a
+	}
+	if host != "" {
+		a.Hosts[host] = true
+	}
+	if client != "" {
+		a.Clients[client] = true
+	}
+	if workload != "" {
+		a.Workloads[workload] = true
+	}
+}
+
+// Compare fails t unless the findings of rep (silenced ones aside) are the causes of u, each
+// with the same hosts and workloads, and every client that reports it covered: named, or its
+// namespace named (the class of the namespace default stands for the namespace).
+func Compare(t testing.TB, name string, rep *explain.CheckReport, u Union) {
+	t.Helper()
+	got := map[string]explain.Finding{}
+	for _, f := range rep.Findings {
+		if f.Ignored == "" {
+			got[check.Key(f)] = f
+		}
+	}
+	same := func(have []string, want map[string]bool) bool {
+		return slices.Equal(have, slices.Sorted(maps.Keys(want))) || (len(have) == 0 && len(want) == 0)
+	}
+	for _, k := range slices.Sorted(maps.Keys(u)) {
+		f, ok := got[k]
+		if !ok {
+			t.Errorf("%s: check misses %q", name, strings.ReplaceAll(k, "\x00", " | "))
+			continue
+		}
+		a := u[k]
+		if !same(f.Hosts, a.Hosts) {
+			t.Errorf("%s: %s %s: hosts %v, want %v", name, f.ID, f.Message, f.Hosts, slices.Sorted(maps.Keys(a.Hosts)))
+		}
+		if !same(f.Workloads, a.Workloads) {
+			t.Errorf("%s: %s %s: workloads %v, want %v", name, f.ID, f.Message, f.Workloads, slices.Sorted(maps.Keys(a.Workloads)))
+		}
+		for c := range a.Clients {
+			ns := strings.TrimPrefix(c, "Namespace ")
+			if rest, ok := strings.CutPrefix(c, "Pod "); ok {
+				ns, _, _ = strings.Cut(rest, "/")
+			}
+			if !slices.Contains(f.Clients, c) && !slices.Contains(f.Clients, "Namespace "+ns) {
+				t.Errorf("%s: %s %s: client %s not among %v", name, f.ID, f.Message, c, f.Clients)
+			}
+		}
+	}
+	for k, f := range got {
+		if _, ok := u[k]; !ok {
+			t.Errorf("%s: check reports %s %q, which no per-host or per-workload answer reports", name, f.ID, f.Message)
+		}
+	}
+}
