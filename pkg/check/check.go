@@ -264,13 +264,21 @@ func merge(snap *model.Snapshot, occ []occurrence, ign *ignorer) []explain.Findi
 			locate(snap, &a.f, o.subject)
 		}
 		why := ign.reason(o.d, o.subject)
+		if why == "" && !a.live {
+			// The first occurrence not silenced: the finding lists only such occurrences.
+			a.live = true
+			clear(a.hosts)
+			clear(a.clients)
+			clear(a.workloads)
+		}
 		if why != "" {
 			if a.reason == "" {
 				a.reason = why
 			}
-			continue
+			if a.live {
+				continue
+			}
 		}
-		a.live = true
 		if o.host != "" {
 			a.hosts[o.host] = true
 		}

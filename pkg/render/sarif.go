@@ -57,7 +57,7 @@ func (sarifPrinter) PrintCheck(w io.Writer, r *explain.CheckReport) error {
 		res := run.CreateResultForRule(f.ID).
 			WithLevel(sarifLevel(f.Severity)).
 			WithMessage(sarif.NewTextMessage(text)).
-			AddPartialFingerprint("meshExplainFinding/v1", fingerprint(f))
+			WithPartialFingerprints(map[string]string{"meshExplainFinding/v1": fingerprint(f)})
 		if idx := run.GetRuleIndex(f.ID); idx >= 0 {
 			res.WithRuleIndex(idx)
 		}
@@ -92,7 +92,11 @@ func (sarifPrinter) PrintCheck(w io.Writer, r *explain.CheckReport) error {
 			res.AddSuppression(sarif.NewSuppression().WithKind(kind).WithJustification(f.Ignored))
 		}
 	}
-	return report.PrettyWrite(w)
+	if err := report.PrettyWrite(w); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
 }
 
 // fingerprint identifies a finding across runs (a code-scanning tool matches results by it):
