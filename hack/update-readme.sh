@@ -26,6 +26,7 @@ PY
 cp README.md README.md.new
 sample cluster-sample cluster ratings -n bookinfo --from pod/productpage-v1 -f bookinfo
 sample authz-sample authz pod/a -n foo -f ambient
+sample check-sample check -f bookinfo
 if [[ "${1:-}" == "--check" ]]; then
   if ! diff -u README.md README.md.new; then
     rm -f README.md.new
