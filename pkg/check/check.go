@@ -221,17 +221,20 @@ func workloadOccurrences(snap *model.Snapshot, engines []WorkloadEngine, namespa
 	return out, n
 }
 
-// key is what makes two diagnostics one cause: the same ID, severity, message, fix and
-// resources.
+// key is what makes two diagnostics one cause: the same ID, severity, fix and resources. Their
+// messages may differ in what the answer was about (the cluster, the client's namespace): the
+// finding keeps them all. A diagnostic without a fix is one cause per message.
 func key(d explain.Diagnostic) string {
 	var b strings.Builder
 	b.WriteString(d.ID)
 	b.WriteByte(0)
 	b.WriteString(string(d.Severity))
 	b.WriteByte(0)
-	b.WriteString(d.Message)
-	b.WriteByte(0)
 	b.WriteString(d.Fix)
+	if d.Fix == "" {
+		b.WriteByte(0)
+		b.WriteString(d.Message)
+	}
 	for _, r := range d.Resources {
 		b.WriteByte(0)
 		b.WriteString(r.String())
@@ -239,8 +242,8 @@ func key(d explain.Diagnostic) string {
 	return b.String()
 }
 
-// Key is the identity of a finding across reports (the --diff of two checks).
-func Key(f explain.Finding) string { return key(f.Diagnostic) }
+// Key is the identity of a cause, across reports (the --diff of two checks) and answers.
+func Key(d explain.Diagnostic) string { return key(d) }
 
 // merge turns occurrences into findings, one per cause, silenced as ign says, sorted.
 func merge(snap *model.Snapshot, occ []occurrence, ign *ignorer) []explain.Finding {
@@ -249,6 +252,7 @@ func merge(snap *model.Snapshot, occ []occurrence, ign *ignorer) []explain.Findi
 		hosts     map[string]bool
 		clients   map[string]bool
 		workloads map[string]bool
+		messages  map[string]bool
 		live      bool
 		reason    string
 	}
@@ -258,7 +262,7 @@ func merge(snap *model.Snapshot, occ []occurrence, ign *ignorer) []explain.Findi
 		k := key(o.d)
 		a := byKey[k]
 		if a == nil {
-			a = &acc{f: explain.Finding{Diagnostic: o.d}, hosts: map[string]bool{}, clients: map[string]bool{}, workloads: map[string]bool{}}
+			a = &acc{f: explain.Finding{Diagnostic: o.d}, hosts: map[string]bool{}, clients: map[string]bool{}, workloads: map[string]bool{}, messages: map[string]bool{}}
 			byKey[k] = a
 			order = append(order, k)
 			locate(snap, &a.f, o.subject)
@@ -270,6 +274,7 @@ func merge(snap *model.Snapshot, occ []occurrence, ign *ignorer) []explain.Findi
 			clear(a.hosts)
 			clear(a.clients)
 			clear(a.workloads)
+			clear(a.messages)
 		}
 		if why != "" {
 			if a.reason == "" {
@@ -279,6 +284,7 @@ func merge(snap *model.Snapshot, occ []occurrence, ign *ignorer) []explain.Findi
 				continue
 			}
 		}
+		a.messages[o.d.Message] = true
 		if o.host != "" {
 			a.hosts[o.host] = true
 		}
@@ -299,6 +305,12 @@ func merge(snap *model.Snapshot, occ []occurrence, ign *ignorer) []explain.Findi
 		f.Hosts = sortedSet(a.hosts)
 		f.Clients = sortedSet(a.clients)
 		f.Workloads = sortedSet(a.workloads)
+		if msgs := sortedSet(a.messages); len(msgs) > 0 {
+			f.Message, f.Details = msgs[0], msgs[1:]
+			if len(f.Details) == 0 {
+				f.Details = nil
+			}
+		}
 		out = append(out, f)
 	}
 	SortFindings(out)

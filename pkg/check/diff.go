@@ -11,11 +11,11 @@ func Diff(before, after *explain.CheckReport) *explain.CheckReport {
 	out.Findings = nil
 	had := map[string]explain.Finding{}
 	for _, f := range before.Findings {
-		had[Key(f)] = f
+		had[Key(f.Diagnostic)] = f
 	}
 	has := map[string]bool{}
 	for _, f := range after.Findings {
-		k := Key(f)
+		k := Key(f.Diagnostic)
 		has[k] = true
 		if b, ok := had[k]; ok && (b.Ignored == "") == (f.Ignored == "") {
 			continue
@@ -24,7 +24,7 @@ func Diff(before, after *explain.CheckReport) *explain.CheckReport {
 		out.Findings = append(out.Findings, f)
 	}
 	for _, f := range before.Findings {
-		if !has[Key(f)] {
+		if !has[Key(f.Diagnostic)] {
 			f.Change = explain.ChangeRemoved
 			out.Findings = append(out.Findings, f)
 		}

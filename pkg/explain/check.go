@@ -49,6 +49,9 @@ const (
 // Finding is one cause, with everything it affects.
 type Finding struct {
 	Diagnostic
+	// Details are the other messages of the cause: the answers that report it say it about
+	// their own cluster or client (Message is the first, sorted).
+	Details []string `json:"details,omitempty"`
 	// Resource is the object to change (the first of Resources), and Field the field of it
 	// that the fix names, when it names one.
 	Resource *provenance.Ref `json:"resource,omitempty"`

@@ -169,6 +169,14 @@ func (p *checkTable) findings(th Theme, diff bool, fs []explain.Finding) string 
 			}
 		}
 		msg := f.Message
+		switch {
+		case len(f.Details) > 0 && p.wide:
+			for _, d := range f.Details {
+				msg += "\nalso: " + d
+			}
+		case len(f.Details) > 0:
+			msg += fmt.Sprintf("\n(and %s for other clusters or clients: -o wide lists them)", plural(len(f.Details), "message"))
+		}
 		if a := p.affected(f); a != "" {
 			msg += "\n" + a
 		}

@@ -29,17 +29,18 @@ type Union map[string]*Affected
 
 // Affected are the hosts, clients and workloads of one cause.
 type Affected struct {
-	Hosts, Clients, Workloads map[string]bool
+	Hosts, Clients, Workloads, Messages map[string]bool
 }
 
 // Add records d from the answer for host as seen by client, or for workload.
 func (u Union) Add(d explain.Diagnostic, host, client, workload string) {
-	k := check.Key(explain.Finding{Diagnostic: d})
+	k := check.Key(d)
 	a := u[k]
 	if a == nil {
-		a = &Affected{Hosts: map[string]bool{}, Clients: map[string]bool{}, Workloads: map[string]bool{}}
+		a = &Affected{Hosts: map[string]bool{}, Clients: map[string]bool{}, Workloads: map[string]bool{}, Messages: map[string]bool{}}
 		u[k] = a
 	}
+	a.Messages[d.Message] = true
 	if host != "" {
 		a.Hosts[host] = true
 	}
@@ -52,14 +53,14 @@ func (u Union) Add(d explain.Diagnostic, host, client, workload string) {
 }
 
 // Compare fails t unless the findings of rep (silenced ones aside) are the causes of u, each
-// with the same hosts and workloads, and every client that reports it covered: named, or its
+// with the same messages, hosts and workloads, and every client that reports it covered: named, or its
 // namespace named (the class of the namespace default stands for the namespace).
 func Compare(t testing.TB, name string, rep *explain.CheckReport, u Union) {
 	t.Helper()
 	got := map[string]explain.Finding{}
 	for _, f := range rep.Findings {
 		if f.Ignored == "" {
-			got[check.Key(f)] = f
+			got[check.Key(f.Diagnostic)] = f
 		}
 	}
 	same := func(have []string, want map[string]bool) bool {
@@ -74,6 +75,9 @@ func Compare(t testing.TB, name string, rep *explain.CheckReport, u Union) {
 		a := u[k]
 		if !same(f.Hosts, a.Hosts) {
 			t.Errorf("%s: %s %s: hosts %v, want %v", name, f.ID, f.Message, f.Hosts, slices.Sorted(maps.Keys(a.Hosts)))
+		}
+		if !same(append([]string{f.Message}, f.Details...), a.Messages) {
+			t.Errorf("%s: %s: messages %q, want %q", name, f.ID, append([]string{f.Message}, f.Details...), slices.Sorted(maps.Keys(a.Messages)))
 		}
 		if !same(f.Workloads, a.Workloads) {
 			t.Errorf("%s: %s %s: workloads %v, want %v", name, f.ID, f.Message, f.Workloads, slices.Sorted(maps.Keys(a.Workloads)))
