@@ -153,8 +153,7 @@ func hostOccurrences(ix *index.Index, classes []*Class, workers int) ([]occurren
 }
 
 // classOccurrences is what `cluster HOST` reports for each host in the scope of the class's
-// proxy: the scope, selection, host and route diagnostics, those of every cluster of every port
-// and subset, and those of the proxy itself.
+// proxy (hostDiagnostics).
 func classOccurrences(ix *index.Index, c *Class) ([]occurrence, []string, error) {
 	proxy, err := c.proxy(ix)
 	if err != nil {
@@ -162,6 +161,10 @@ func classOccurrences(ix *index.Index, c *Class) ([]occurrence, []string, error)
 	}
 	e := envoycluster.NewExplainer(ix, proxy)
 	names := c.names()
+	groups := c.byLabels()
+	// others are the Explainers of the members whose labels differ from the first member's,
+	// made when a host's answer names the labels.
+	var others []*envoycluster.Explainer
 	var out []occurrence
 	var hosts []string
 	for _, h := range e.Hosts() {
@@ -174,23 +177,51 @@ func classOccurrences(ix *index.Index, c *Class) ([]occurrence, []string, error)
 			continue
 		}
 		hosts = append(hosts, h)
-		subject := hc.Service.Ref
-		add := func(d explain.Diagnostic) {
-			out = append(out, occurrence{d: d, host: h, clients: names, subject: &subject})
+		diags := hostDiagnostics(e, hc)
+		if len(groups) == 1 || !slices.ContainsFunc(diags, func(d explain.Diagnostic) bool { return labelsNamed(d.Message, proxy.Labels) }) {
+			out = appendHost(out, diags, h, hc.Service.Ref, names)
+			continue
 		}
-		for _, d := range hc.Diagnostics {
-			add(d)
-		}
-		for _, b := range hc.Clusters {
-			for _, d := range b.Diagnostics {
-				add(d)
+		// The answer names the proxy's labels: each group of members with the same labels
+		// gets its own.
+		out = appendHost(out, diags, h, hc.Service.Ref, groupNames(groups[0]))
+		if others == nil {
+			for _, g := range groups[1:] {
+				p, err := memberProxy(ix, g[0])
+				if err != nil {
+					return nil, nil, err
+				}
+				others = append(others, envoycluster.NewExplainer(ix, p))
 			}
 		}
-		for _, d := range e.ProxyDiagnostics() {
-			add(d)
+		for i, g := range groups[1:] {
+			ohc, err := others[i].Host(h)
+			if err != nil {
+				return nil, nil, err
+			}
+			out = appendHost(out, hostDiagnostics(others[i], ohc), h, hc.Service.Ref, groupNames(g))
 		}
 	}
 	return out, hosts, nil
+}
+
+// hostDiagnostics is what `cluster HOST` reports for a host in the scope of the Explainer's
+// proxy: the scope, selection, host and route diagnostics, those of every cluster of every port
+// and subset, and those of the proxy itself.
+func hostDiagnostics(e *envoycluster.Explainer, hc *envoycluster.HostClusters) []explain.Diagnostic {
+	out := slices.Clone(hc.Diagnostics)
+	for _, b := range hc.Clusters {
+		out = append(out, b.Diagnostics...)
+	}
+	return append(out, e.ProxyDiagnostics()...)
+}
+
+// appendHost records the diagnostics of host's answer for clients.
+func appendHost(out []occurrence, diags []explain.Diagnostic, host string, subject provenance.Ref, clients []string) []occurrence {
+	for _, d := range diags {
+		out = append(out, occurrence{d: d, host: host, clients: clients, subject: &subject})
+	}
+	return out
 }
 
 // workloadOccurrences asks every engine about every pod of namespaces (nil: all) it applies

@@ -43,12 +43,11 @@ type Class struct {
 //   - an EnvoyFilter with a workloadSelector in the namespace or the root namespace (its
 //     CLUSTER patches are reported as D30);
 //   - a DestinationRule with a workloadSelector in the namespace: it decides the selection
-//     (pick), and the selection diagnostics name the proxy's labels (D5, D6), so every label
-//     matters.
-//
-// all is true in the last case.
+//     (pick). The selection diagnostics also name the proxy's labels in full (D5, D6 in
+//     pkg/index/drdiag.go), so members of a class whose labels differ elsewhere get those
+//     diagnostics worded for themselves: classOccurrences asks again for each of them, for
+//     the hosts where the answer names the labels (labelsNamed).
 type labelKeys struct {
-	all  bool
 	keys map[string]bool
 }
 
@@ -65,7 +64,7 @@ func (k *labelKeys) add(sel map[string]string) {
 func (k labelKeys) key(l map[string]string) string {
 	var parts []string
 	for _, name := range slices.Sorted(maps.Keys(l)) {
-		if k.all || k.keys[name] {
+		if k.keys[name] {
 			parts = append(parts, name+"="+l[name])
 		}
 	}
@@ -99,8 +98,8 @@ func namespaceLabelKeys(snap *model.Snapshot) map[string]*labelKeys {
 		}
 	}
 	for _, dr := range snap.DestinationRules {
-		if dr.Spec.GetWorkloadSelector() != nil {
-			get(dr.Namespace).all = true
+		if ws := dr.Spec.GetWorkloadSelector(); ws != nil {
+			get(dr.Namespace).add(ws.GetMatchLabels())
 		}
 	}
 	if len(rootFilters) > 0 {
@@ -201,11 +200,63 @@ func Classes(snap *model.Snapshot, clients []Client) []*Class {
 
 // proxy is the index proxy of the class's first member.
 func (c *Class) proxy(ix *index.Index) (*index.Proxy, error) {
-	m := c.Members[0]
+	return memberProxy(ix, c.Members[0])
+}
+
+// memberProxy is the index proxy of a client.
+func memberProxy(ix *index.Index, m Client) (*index.Proxy, error) {
 	if m.Ref.Kind == "Pod" {
 		return ix.Proxy("pod", m.Namespace, m.Ref.Name)
 	}
 	return ix.Proxy("namespace", m.Namespace, "")
+}
+
+// byLabels splits the members into groups with the same labels, the first member's group
+// first.
+func (c *Class) byLabels() [][]Client {
+	var out [][]Client
+	for _, m := range c.Members {
+		i := slices.IndexFunc(out, func(g []Client) bool { return maps.Equal(g[0].Labels, m.Labels) })
+		if i < 0 {
+			out = append(out, []Client{m})
+			continue
+		}
+		out[i] = append(out[i], m)
+	}
+	return out
+}
+
+// labelsText is how the selection diagnostics print a proxy's labels (index formatLabels):
+// `a=b,c=d` sorted, `{}` when there are none.
+func labelsText(l map[string]string) string {
+	if len(l) == 0 {
+		return "{}"
+	}
+	parts := make([]string, 0, len(l))
+	for _, k := range slices.Sorted(maps.Keys(l)) {
+		parts = append(parts, k+"="+l[k])
+	}
+	return strings.Join(parts, ",")
+}
+
+// labelsNamed reports whether a diagnostic message names the proxy labels l, as D5 (`this
+// proxy (labels l)`) and D6 (`this proxy's labels (l)`) do.
+func labelsNamed(msg string, l map[string]string) bool {
+	t := labelsText(l)
+	return strings.Contains(msg, "(labels "+t+")") || strings.Contains(msg, "labels ("+t+")")
+}
+
+// groupNames spells a group of members: `Namespace NS` for the group of the namespace
+// default, else its pods.
+func groupNames(g []Client) []string {
+	out := make([]string, 0, len(g))
+	for _, m := range g {
+		if m.Ref.Kind == "Namespace" {
+			return []string{m.Ref.String()}
+		}
+		out = append(out, m.Ref.String())
+	}
+	return out
 }
 
 // names spells the class for a finding: `Namespace NS` when the namespace default is a member
