@@ -13,6 +13,7 @@ import (
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/envoycluster"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/ztunnelauthz"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain/diag"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
@@ -351,7 +352,7 @@ func merge(snap *model.Snapshot, occ []occurrence, ign *ignorer) []explain.Findi
 // SortFindings orders findings by severity, ID, the resource to change, then message.
 func SortFindings(fs []explain.Finding) {
 	slices.SortStableFunc(fs, func(a, b explain.Finding) int {
-		return cmp.Or(cmp.Compare(a.Severity.Rank(), b.Severity.Rank()), compareIDs(a.ID, b.ID),
+		return cmp.Or(cmp.Compare(a.Severity.Rank(), b.Severity.Rank()), diag.CompareIDs(a.ID, b.ID),
 			cmp.Compare(refString(a.Resource), refString(b.Resource)), cmp.Compare(a.Message, b.Message), cmp.Compare(a.Fix, b.Fix))
 	})
 }
@@ -361,28 +362,6 @@ func refString(r *provenance.Ref) string {
 		return ""
 	}
 	return r.String()
-}
-
-// compareIDs orders D2 before D10: the letter prefix, then the number.
-func compareIDs(a, b string) int {
-	pa, na := splitID(a)
-	pb, nb := splitID(b)
-	return cmp.Or(cmp.Compare(pa, pb), cmp.Compare(na, nb), cmp.Compare(a, b))
-}
-
-func splitID(id string) (string, int) {
-	i := strings.IndexFunc(id, func(r rune) bool { return r >= '0' && r <= '9' })
-	if i < 0 {
-		return id, 0
-	}
-	n := 0
-	for _, r := range id[i:] {
-		if r < '0' || r > '9' {
-			break
-		}
-		n = n*10 + int(r-'0')
-	}
-	return id[:i], n
 }
 
 func sortedSet(m map[string]bool) []string {

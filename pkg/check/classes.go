@@ -43,8 +43,8 @@ type Class struct {
 //   - an EnvoyFilter with a workloadSelector in the namespace or the root namespace (its
 //     CLUSTER patches are reported as D30);
 //   - a DestinationRule with a workloadSelector in the namespace: it decides the selection
-//     (pick). The selection diagnostics also name the proxy's labels in full (D5, D6 in
-//     pkg/index/drdiag.go), so members of a class whose labels differ elsewhere get those
+//     (pick). The selection diagnostics also name the proxy's labels in full
+//     (diag.SelectorRuleShadowsFallback, diag.SelectorRuleIgnored in pkg/index/drdiag.go), so members of a class whose labels differ elsewhere get those
 //     diagnostics worded for themselves: classOccurrences asks again for each of them, for
 //     the hosts where the answer names the labels (labelsNamed).
 type labelKeys struct {
@@ -239,8 +239,9 @@ func labelsText(l map[string]string) string {
 	return strings.Join(parts, ",")
 }
 
-// labelsNamed reports whether a diagnostic message names the proxy labels l, as D5 (`this
-// proxy (labels l)`) and D6 (`this proxy's labels (l)`) do.
+// labelsNamed reports whether a diagnostic message names the proxy labels l, as
+// diag.SelectorRuleShadowsFallback (`this proxy (labels l)`) and diag.SelectorRuleIgnored
+// (`this proxy's labels (l)`) do.
 func labelsNamed(msg string, l map[string]string) bool {
 	t := labelsText(l)
 	return strings.Contains(msg, "(labels "+t+")") || strings.Contains(msg, "labels ("+t+")")

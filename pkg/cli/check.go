@@ -10,6 +10,7 @@ import (
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/check"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain/diag"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/render"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/source"
@@ -162,7 +163,7 @@ func (o *CheckOptions) Complete(cmd *cobra.Command, _ []string) error {
 		}
 		o.namespaces = []string{ns}
 	}
-	p, err := render.ForCheck(o.Output, o.renderOptions(render.CheckFormats, nil))
+	p, err := render.ForCheck(o.Output, o.renderOptions(render.CheckFormats))
 	if err != nil {
 		return &UsageError{Cmd: cmd, Err: err}
 	}
@@ -194,9 +195,9 @@ func (o *CheckOptions) Validate(cmd *cobra.Command) error {
 	if o.Diff && !o.Overlay {
 		return usageErrorf(cmd, "--diff compares an --overlay change with the live state: add --overlay and -f")
 	}
-	for _, id := range o.Ignore {
-		if strings.TrimSpace(id) == "" {
-			return usageErrorf(cmd, "--ignore has an empty diagnostic ID")
+	for _, id := range check.ParseIDs(strings.Join(o.Ignore, ",")) {
+		if _, ok := diag.ID(id).Entry(); !ok {
+			return usageErrorf(cmd, "--ignore %s: no such diagnostic (docs/diagnostics.md lists them)", id)
 		}
 	}
 	return nil

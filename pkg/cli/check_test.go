@@ -129,6 +129,7 @@ func TestCheckExitCodes(t *testing.T) {
 		{[]string{"-f", bookinfo, "-A", "-n", "bookinfo"}, ExitUsage},
 		{[]string{"-f", bookinfo, "-o", "envoy"}, ExitUsage},
 		{[]string{"-f", bookinfo, "extra"}, ExitUsage},
+		{[]string{"-f", bookinfo, "--ignore", "D99"}, ExitUsage}, // not in the catalogue
 	} {
 		r := runMain(t, "", append([]string{"check"}, c.args...)...)
 		if r.code != c.want {

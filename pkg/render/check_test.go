@@ -96,6 +96,9 @@ func TestSARIFValidatesAgainstSchema(t *testing.T) {
 	if first.RuleID != "D17" || first.Level != "error" || run.Tool.Driver.Rules[first.RuleIndex].ID != "D17" {
 		t.Errorf("first result: %+v", first)
 	}
+	if !strings.Contains(out, `"helpUri": "https://github.com/mesh-explain/kubectl-mesh-explain/blob/main/docs/diagnostics.md#d17--`) {
+		t.Errorf("rule D17 does not link to its section of docs/diagnostics.md:\n%s", out)
+	}
 	pl := first.Locations[0].PhysicalLocation
 	if pl == nil || pl.ArtifactLocation.URI != "scenarios/bookinfo/dr.yaml" || pl.Region.StartLine != 14 || pl.Region.StartColumn != 5 {
 		t.Errorf("first result is not at dr.yaml:14:5: %+v", pl)

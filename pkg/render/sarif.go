@@ -6,10 +6,12 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+	"unicode"
 
 	"github.com/owenrumney/go-sarif/v3/pkg/report/v210/sarif"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain/diag"
 )
 
 // Tool names in the SARIF run.
@@ -44,8 +46,16 @@ func (sarifPrinter) PrintCheck(w io.Writer, r *explain.CheckReport) error {
 	for _, f := range r.Findings {
 		rule := run.AddRule(f.ID)
 		if rule.HelpURI == nil {
-			rule.WithHelpURI(sarifRuleHelp + "#" + strings.ToLower(f.ID)).
-				WithDefaultConfiguration(sarif.NewReportingConfiguration().WithLevel(sarifLevel(f.Severity)))
+			rule.WithDefaultConfiguration(sarif.NewReportingConfiguration().WithLevel(sarifLevel(f.Severity)))
+			help := sarifRuleHelp
+			if e, ok := diag.ID(f.ID).Entry(); ok {
+				// The catalogue's title and general fix; the help page's section of the ID.
+				rule.WithName(e.Title).
+					WithShortDescription(sarif.NewMultiformatMessageString().WithText(e.Title)).
+					WithHelp(sarif.NewMultiformatMessageString().WithText(e.Fix))
+				help += "#" + anchor(f.ID+" — "+e.Title)
+			}
+			rule.WithHelpURI(help)
 		}
 		text := f.Message
 		if f.Fix != "" {
@@ -97,6 +107,21 @@ func (sarifPrinter) PrintCheck(w io.Writer, r *explain.CheckReport) error {
 	}
 	_, err := io.WriteString(w, "\n")
 	return err
+}
+
+// anchor is the fragment a Markdown renderer gives a heading: lower case, spaces to hyphens,
+// other punctuation dropped.
+func anchor(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(heading) {
+		switch {
+		case r == ' ':
+			b.WriteByte('-')
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // fingerprint identifies a finding across runs (a code-scanning tool matches results by it):
