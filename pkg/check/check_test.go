@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mesh-explain/kubectl-mesh-explain/hack/meshgen/gen"
+	gen "github.com/mesh-explain/kubectl-mesh-explain/internal/testkit/meshgen"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/check"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/envoycluster"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/ztunnelauthz"

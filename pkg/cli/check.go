@@ -12,6 +12,7 @@ import (
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain/diag"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/plan"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/render"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/source"
 )
@@ -40,9 +41,7 @@ type CheckOptions struct {
 
 	// namespaces are the namespaces checked (nil: all).
 	namespaces []string
-	root       string
-	rootSet    bool
-	spec       source.Spec
+	plan       *plan.Check
 	printer    render.CheckPrinter
 }
 
@@ -172,12 +171,11 @@ func (o *CheckOptions) Complete(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	o.root, o.rootSet = firstNonEmpty(root, o.IstioNamespace), root != ""
 	ns := "default"
 	if len(o.namespaces) == 1 {
 		ns = o.namespaces[0]
 	}
-	o.spec = o.sourceSpec(ns)
+	o.plan = plan.NewCheck(o.namespaces, o.sourceSpec(ns), firstNonEmpty(root, o.IstioNamespace), root != "")
 	return nil
 }
 
@@ -203,47 +201,9 @@ func (o *CheckOptions) Validate(cmd *cobra.Command) error {
 	return nil
 }
 
-// reads is what `check` reads. Every host's answer needs the hosts (Services, ServiceEntries,
-// WorkloadEntries), their endpoints (Pods) and rules (DestinationRules, VirtualServices,
-// PeerAuthentications for the mTLS of each service namespace) everywhere; what selects the
-// clients and workloads checked (Sidecars, EnvoyFilters, AuthorizationPolicies) only in their
-// namespaces and the root namespace.
-func (o *CheckOptions) reads(root string) []source.Read {
-	var scoped []string
-	if o.namespaces != nil {
-		scoped = namespaces(append([]string{root}, o.namespaces...)...)
-	}
-	return []source.Read{
-		{Kind: source.KindNamespace},
-		{Kind: source.KindService},
-		{Kind: source.KindPod},
-		{Kind: source.KindServiceEntry},
-		{Kind: source.KindWorkloadEntry},
-		{Kind: source.KindDestinationRule},
-		{Kind: source.KindVirtualService},
-		{Kind: source.KindPeerAuthentication},
-		{Kind: source.KindSidecar, Namespaces: scoped},
-		{Kind: source.KindEnvoyFilter, Namespaces: scoped},
-		{Kind: source.KindAuthorizationPolicy, Namespaces: scoped},
-	}
-}
-
-// load reads the planned kinds from spec, and reads again when MeshConfig names another root
-// namespace than the one assumed.
-func (o *CheckOptions) load(ctx context.Context, spec source.Spec) (*model.Snapshot, error) {
-	root, known := o.root, o.rootSet
-	for {
-		snap, err := o.Load(ctx, o.planned(spec, o.reads(root)))
-		if err != nil || known || snap.RootNamespace() == root {
-			return snap, err
-		}
-		root, known = snap.RootNamespace(), true
-	}
-}
-
 // Run loads the snapshot, checks it, prints the report and fails as --fail-on says.
 func (o *CheckOptions) Run(ctx context.Context) error {
-	snap, err := o.load(ctx, o.spec)
+	snap, err := o.plan.Load(ctx, o.loader(o.Load), o.plan.Base())
 	if err != nil {
 		return err
 	}
@@ -254,9 +214,9 @@ func (o *CheckOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if o.Diff {
-		live := o.spec
+		live := o.plan.Base()
 		live.Files, live.Overlay, live.Cache = nil, false, nil
-		liveSnap, err := o.load(ctx, live)
+		liveSnap, err := o.plan.Load(ctx, o.loader(o.Load), live)
 		if err != nil {
 			return err
 		}
