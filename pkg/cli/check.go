@@ -105,7 +105,7 @@ func NewCmdCheck(common *CommonOptions, runF func(context.Context, *CheckOptions
 			kubectl mesh-explain check -A --fail-on warning
 
 			# Offline, in a pipeline: manifests to SARIF for code scanning
-			kubectl mesh-explain check -f manifests/ -R -o sarif > mesh-explain.sarif
+			kubectl mesh-explain check -f manifests/ -R -o sarif
 
 			# Before merging: what a change introduces or removes against the live cluster
 			kubectl mesh-explain check -f manifests/ -R --overlay --diff`),

@@ -156,7 +156,7 @@ func NewRootCmd(streams genericiooptions.IOStreams) *cobra.Command {
 }
 
 // newRootCmd builds the tree around o; the run funcs replace the commands' Run in tests.
-func newRootCmd(o *CommonOptions, clusterRun func(context.Context, *ClusterOptions) error, authzRun func(context.Context, *AuthzOptions) error) *cobra.Command {
+func newRootCmd(o *CommonOptions, clusterRun func(context.Context, *ClusterOptions) error, authzRun func(context.Context, *AuthzOptions) error, checkRun ...func(context.Context, *CheckOptions) error) *cobra.Command {
 	streams := o.IOStreams
 	cmd := &cobra.Command{
 		Use:   "kubectl-mesh_explain",
@@ -210,7 +210,7 @@ func newRootCmd(o *CommonOptions, clusterRun func(context.Context, *ClusterOptio
 		return &UsageError{Cmd: c, Err: err}
 	})
 	o.AddFlags(cmd)
-	cmd.AddCommand(NewCmdCluster(o, clusterRun), NewCmdAuthz(o, authzRun), NewCmdCheck(o, nil))
+	cmd.AddCommand(NewCmdCluster(o, clusterRun), NewCmdAuthz(o, authzRun), NewCmdCheck(o, append(checkRun, nil)[0]))
 	return cmd
 }
 
