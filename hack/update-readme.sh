@@ -27,6 +27,7 @@ cp README.md README.md.new
 sample cluster-sample cluster ratings -n bookinfo --from pod/productpage-v1 -f bookinfo
 sample authz-sample authz pod/a -n foo -f ambient
 sample authz-sidecar-sample authz pod/productpage-v1 -n bookinfo -f sidecar
+sample check-sample check -f bookinfo
 if [[ "${1:-}" == "--check" ]]; then
   if ! diff -u README.md README.md.new; then
     rm -f README.md.new

@@ -24,7 +24,8 @@ func runWithLoad(t *testing.T, load LoadFunc, args ...string) result {
 		o.Getenv = func(string) string { return "" }
 		return newRootCmd(o,
 			func(ctx context.Context, co *ClusterOptions) error { co.Load = load; return co.Run(ctx) },
-			func(ctx context.Context, ao *AuthzOptions) error { ao.Load = load; return ao.Run(ctx) })
+			func(ctx context.Context, ao *AuthzOptions) error { ao.Load = load; return ao.Run(ctx) },
+			func(ctx context.Context, co *CheckOptions) error { co.Load = load; return co.Run(ctx) })
 	}
 	code := run(args, streams, build)
 	return result{code: code, stdout: out.String(), stderr: errOut.String()}

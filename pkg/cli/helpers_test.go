@@ -101,6 +101,10 @@ func (f *fakes) root(streams genericiooptions.IOStreams) *cobra.Command {
 		func(ctx context.Context, ao *AuthzOptions) error {
 			ao.Load, ao.Explain = f.load, f.explainAuthz
 			return ao.Run(ctx)
+		},
+		func(ctx context.Context, co *CheckOptions) error {
+			co.Load = f.load
+			return co.Run(ctx)
 		})
 }
 

@@ -29,6 +29,9 @@ const (
 	ExitData = 65
 	// ExitInternal: a bug; the command recovered from a panic (EX_SOFTWARE).
 	ExitInternal = 70
+	// ExitFindings: `check` found something at or above --fail-on (the code istioctl analyze
+	// exits with when its analyzers find issues, istioctl/cmd/sysexits.go).
+	ExitFindings = 79
 )
 
 // StdStreams returns the process's standard streams.
@@ -72,7 +75,11 @@ func reportError(streams genericiooptions.IOStreams, cmd *cobra.Command, err err
 	var usage *UsageError
 	var data *DataError
 	var unknown *render.UnknownFormatError
+	var findings *FindingsError
 	switch {
+	case errors.As(err, &findings):
+		fmt.Fprintf(streams.ErrOut, "%s\n", err)
+		return ExitFindings
 	case errors.As(err, &usage), errors.As(err, &unknown):
 		c := cmd
 		if usage != nil && usage.Cmd != nil {

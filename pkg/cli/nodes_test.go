@@ -53,7 +53,7 @@ func (f *nodeFakes) run(t *testing.T, args ...string) result {
 					Subject: explain.Subject{Kind: "Host", Host: q.Host}}, nil
 			}
 			return co.Run(ctx)
-		}, nil)
+		}, nil, nil)
 	})
 	return result{code: code, stdout: out.String(), stderr: errOut.String()}
 }

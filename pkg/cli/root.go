@@ -156,11 +156,11 @@ func terminal(w io.Writer) (bool, int) {
 
 // NewRootCmd builds the `kubectl mesh-explain` command tree.
 func NewRootCmd(streams genericiooptions.IOStreams) *cobra.Command {
-	return newRootCmd(NewCommonOptions(streams), nil, nil)
+	return newRootCmd(NewCommonOptions(streams), nil, nil, nil)
 }
 
 // newRootCmd builds the tree around o; the run funcs replace the commands' Run in tests.
-func newRootCmd(o *CommonOptions, clusterRun func(context.Context, *ClusterOptions) error, authzRun func(context.Context, *AuthzOptions) error) *cobra.Command {
+func newRootCmd(o *CommonOptions, clusterRun func(context.Context, *ClusterOptions) error, authzRun func(context.Context, *AuthzOptions) error, checkRun func(context.Context, *CheckOptions) error) *cobra.Command {
 	streams := o.IOStreams
 	cmd := &cobra.Command{
 		Use:   "kubectl-mesh_explain",
@@ -179,7 +179,7 @@ func newRootCmd(o *CommonOptions, clusterRun func(context.Context, *ClusterOptio
 			diagnostics; they do not change the exit code.
 
 			Exit codes: 0 explained, 1 not found or failed, 64 usage error, 65 malformed input,
-			70 internal error.`),
+			70 internal error; check exits 79 when it finds something at or above --fail-on.`),
 		Example: examples(`
 			# The Envoy Clusters a sidecar in bookinfo gets for reviews, with the origin of every field
 			kubectl mesh-explain cluster reviews -n bookinfo
@@ -213,7 +213,7 @@ func newRootCmd(o *CommonOptions, clusterRun func(context.Context, *ClusterOptio
 		return &UsageError{Cmd: c, Err: err}
 	})
 	o.AddFlags(cmd)
-	cmd.AddCommand(NewCmdCluster(o, clusterRun), NewCmdAuthz(o, authzRun))
+	cmd.AddCommand(NewCmdCluster(o, clusterRun), NewCmdAuthz(o, authzRun), NewCmdCheck(o, checkRun))
 	for _, c := range cmd.Commands() {
 		withNamespaceHint(o, c)
 		withIstiodCheck(o, c)

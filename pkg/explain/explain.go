@@ -2,7 +2,7 @@
 // the generated objects with the origin of every field, and diagnostics. Its JSON form is the
 // public `-o json|yaml` API (docs/output.md); change it only with a new APIVersion.
 //
-// It owns: Result, Object, Diagnostic, Subject, Proxy.
+// It owns: Result, Object, Diagnostic, Subject, Proxy, and CheckReport (the `check` document).
 // It may import: provenance, and protobuf (objects carry their generated proto message).
 package explain
 

@@ -1,0 +1,121 @@
+package e2e
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+)
+
+// The exit codes check is documented to return (docs/usage.md).
+const (
+	exitOK       = 0
+	exitUsage    = 64
+	exitFindings = 79
+)
+
+// checkReport decodes a check -o json document.
+func checkReport(t *testing.T, r result) *explain.CheckReport {
+	t.Helper()
+	var rep explain.CheckReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("%v\nnot a CheckReport: %v\n%s", r, err, r.stdout)
+	}
+	if rep.Kind != explain.KindCheckReport {
+		t.Fatalf("%v\nkind %q", r, rep.Kind)
+	}
+	return &rep
+}
+
+// mustExit fails the test unless r ran and exited with code.
+func mustExit(t *testing.T, r result, code int) {
+	t.Helper()
+	if r.err != nil || r.timedOut || r.code != code {
+		t.Fatalf("%v\nwant exit %d (error: %v, timed out: %v)\nstdout:\n%s", r, code, r.err, r.timedOut, r.stdout)
+	}
+}
+
+// TestCheck runs check through the real kubectl against the apiserver: live it finds what it
+// finds offline in the same objects; it exits 79 when something at or above --fail-on is
+// found and 0 otherwise, 64 for a wrong command line; and `--overlay --diff` reports the
+// findings a changed file introduces, located in that file.
+func TestCheck(t *testing.T) {
+	dir := filepath.Join(env.root, "e2e", "testdata", "overlay")
+	baseFile, changeFile := filepath.Join(dir, "base.yaml"), filepath.Join(dir, "change.yaml")
+	c := admin(t)
+	c.apply(t, mustDecodeFile(t, baseFile))
+	kc := kubeconfig("admin")
+
+	for _, ns := range []string{"bookinfo", "frontend"} {
+		live := runPlugin(kc, "check", "-n", ns, "-o", "json", "--fail-on", "never")
+		mustSucceed(t, live)
+		off := runPlugin(offline(), "check", "-n", ns, "-f", baseFile, "-o", "json", "--fail-on", "never")
+		mustSucceed(t, off)
+		w, g := findingsJSON(t, checkReport(t, off)), findingsJSON(t, checkReport(t, live))
+		if w != g {
+			t.Errorf("check -n %s: live (+) differs from offline (-):\n%s", ns, diff(w, g))
+		}
+		if len(checkReport(t, live).Findings) == 0 {
+			t.Errorf("check -n %s: no finding, the comparison proves nothing", ns)
+		}
+	}
+
+	// The base has warnings (subsets no route uses) and no error.
+	mustExit(t, runPlugin(kc, "check", "-n", "bookinfo"), exitOK)
+	failed := runPlugin(kc, "check", "-n", "bookinfo", "--fail-on", "warning")
+	mustExit(t, failed, exitFindings)
+	if !strings.Contains(failed.stderr, "at or above warning") || !strings.Contains(failed.stdout, "D9") {
+		t.Errorf("a failed check does not say why:\n%v\n%s", failed, failed.stdout)
+	}
+	mustExit(t, runPlugin(kc, "check", "-n", "bookinfo", "--fail-on", "warning", "--ignore", "D9"), exitOK)
+	mustExit(t, runPlugin(kc, "check", "-A", "--fail-on", "never"), exitOK)
+	mustExit(t, runPlugin(kc, "check", "--diff"), exitUsage)
+	mustExit(t, runPlugin(kc, "check", "--fail-on", "sometimes"), exitUsage)
+
+	// The change disables TLS under a STRICT namespace and adds a subset no pod has.
+	diffed := runPlugin(kc, "check", "-f", changeFile, "--overlay", "--diff", "-o", "json")
+	mustExit(t, diffed, exitFindings)
+	rep := checkReport(t, diffed)
+	if !rep.Scope.Diff {
+		t.Errorf("--diff document without scope.diff")
+	}
+	want := map[string]bool{"D17": false, "D19": false}
+	for _, f := range rep.Findings {
+		if f.Change != explain.ChangeAdded {
+			t.Errorf("%s %s: change %q, want added (the change removes nothing)", f.ID, f.Message, f.Change)
+		}
+		if _, ok := want[f.ID]; ok {
+			want[f.ID] = true
+			// The plugin names files as it was given them, relative to its working directory.
+			if f.Position == nil || !strings.HasSuffix(filepath.ToSlash(f.Position.File), "testdata/overlay/change.yaml") {
+				t.Errorf("%s is not located in the changed file: %+v", f.ID, f.Position)
+			}
+		}
+		if f.ID == "D9" && (strings.Contains(f.Message, `"v1"`) || strings.Contains(f.Message, `"v2"`)) {
+			t.Errorf("a finding of the live state is reported as introduced: %s", f.Message)
+		}
+	}
+	for id, found := range want {
+		if !found {
+			t.Errorf("--overlay --diff does not report the %s the change introduces:\n%s", id, diffed.stdout)
+		}
+	}
+	table := runPlugin(kc, "check", "-f", changeFile, "--overlay", "--diff", "--fail-on", "never")
+	mustExit(t, table, exitOK)
+	if !strings.Contains(table.stdout, "CHANGE") || !strings.Contains(table.stdout, "added") {
+		t.Errorf("the --diff table does not mark what was added:\n%s", table.stdout)
+	}
+}
+
+// findingsJSON is the findings of a report as normalised JSON (positions dropped: a live
+// object has none).
+func findingsJSON(t *testing.T, rep *explain.CheckReport) string {
+	t.Helper()
+	b, err := json.Marshal(rep.Findings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return normaliseJSON(t, string(b))
+}

@@ -1,0 +1,377 @@
+package check
+
+import (
+	"cmp"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/envoycluster"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/ztunnelauthz"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain/diag"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
+)
+
+// Options say what to check.
+type Options struct {
+	// Namespaces are the namespaces whose client sidecars and workloads are checked; nil
+	// checks every namespace of the snapshot.
+	Namespaces []string
+	// Revision is the istiod revision (`--revision`) whose view of the policies is checked.
+	Revision string
+	// Ignore are diagnostic IDs silenced everywhere (`--ignore`).
+	Ignore []string
+	// Workers bound the concurrent client classes (0: GOMAXPROCS).
+	Workers int
+}
+
+// WorkloadEngine answers the per-workload question for the pods it applies to: the ztunnel
+// answer for ambient pods (ZtunnelEngine), and any other engine of inbound policy. Adding an
+// engine to Run's list is all a new kind of workload needs.
+type WorkloadEngine interface {
+	// Applies reports whether the engine answers for pod.
+	Applies(pod *corev1.Pod) bool
+	// Explain answers for pod.
+	Explain(pod *corev1.Pod) *explain.Result
+}
+
+// ztunnelEngine is `authz` for ambient pods.
+type ztunnelEngine struct {
+	snap *model.Snapshot
+	e    *ztunnelauthz.Explainer
+}
+
+// ZtunnelEngine is the ztunnel answer (`authz`) for the ambient pods of snap.
+func ZtunnelEngine(snap *model.Snapshot, revision string) WorkloadEngine {
+	return &ztunnelEngine{snap: snap, e: ztunnelauthz.NewExplainer(snap, revision)}
+}
+
+func (z *ztunnelEngine) Applies(pod *corev1.Pod) bool { return ztunnelauthz.Ambient(z.snap, pod) }
+
+func (z *ztunnelEngine) Explain(pod *corev1.Pod) *explain.Result { return z.e.Pod(pod) }
+
+// WorkloadEngines are the per-workload engines Run asks, in order.
+func WorkloadEngines(snap *model.Snapshot, revision string) []WorkloadEngine {
+	return []WorkloadEngine{ZtunnelEngine(snap, revision)}
+}
+
+// occurrence is one diagnostic of one answer: for a host from a class of clients, or for a
+// workload.
+type occurrence struct {
+	d        explain.Diagnostic
+	host     string
+	clients  []string
+	workload string
+	// subject is the Service, ServiceEntry or Pod the answer is about.
+	subject *provenance.Ref
+}
+
+// Run checks snap: every host from every client class in scope, and every workload in scope.
+func Run(snap *model.Snapshot, o Options) (*explain.CheckReport, error) {
+	if snap == nil {
+		return nil, fmt.Errorf("no snapshot to check")
+	}
+	ix := index.Build(snap)
+	classes := Classes(snap, Clients(snap, o.Namespaces))
+	rep := &explain.CheckReport{APIVersion: explain.APIVersion, Kind: explain.KindCheckReport,
+		Scope: explain.CheckScope{Namespaces: o.Namespaces, ClientClasses: len(classes)}}
+	for _, c := range classes {
+		rep.Scope.Clients += len(c.Members)
+	}
+
+	hostOcc, hosts, err := hostOccurrences(ix, classes, o.Workers)
+	if err != nil {
+		return nil, err
+	}
+	rep.Scope.Hosts = hosts
+	occ := hostOcc
+	wl, n := workloadOccurrences(snap, WorkloadEngines(snap, o.Revision), o.Namespaces)
+	rep.Scope.Workloads = n
+	occ = append(occ, wl...)
+
+	ign := newIgnorer(snap, o.Ignore)
+	rep.Findings = merge(snap, occ, ign)
+	if why, ok := snap.Incomplete["PeerAuthentication"]; ok {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("mTLS inference is incomplete: PeerAuthentications could not be read (%s)", why))
+	}
+	for _, kind := range []string{"AuthorizationPolicy", "Pod", "Namespace", "DestinationRule", "Sidecar", "Service", "ServiceEntry", "VirtualService"} {
+		if why, ok := snap.Incomplete[kind]; ok {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s objects could not be read (%s): findings may be missing", kind, why))
+		}
+	}
+	return rep, nil
+}
+
+// hostOccurrences explains every host in the scope of each class's proxy, one Explainer per
+// class (its index and scope kept across the hosts), the classes spread over workers. It
+// returns the occurrences and the number of hosts explained for at least one class.
+func hostOccurrences(ix *index.Index, classes []*Class, workers int) ([]occurrence, int, error) {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	type result struct {
+		occ   []occurrence
+		hosts []string
+		err   error
+	}
+	results := make([]result, len(classes))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(workers, max(len(classes), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				occ, hosts, err := classOccurrences(ix, classes[i])
+				results[i] = result{occ, hosts, err}
+			}
+		}()
+	}
+	for i := range classes {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	var out []occurrence
+	seen := map[string]bool{}
+	for _, r := range results {
+		if r.err != nil {
+			return nil, 0, r.err
+		}
+		out = append(out, r.occ...)
+		for _, h := range r.hosts {
+			seen[h] = true
+		}
+	}
+	return out, len(seen), nil
+}
+
+// classOccurrences is what `cluster HOST` reports for each host in the scope of the class's
+// proxy (hostDiagnostics).
+func classOccurrences(ix *index.Index, c *Class) ([]occurrence, []string, error) {
+	proxy, err := c.proxy(ix)
+	if err != nil {
+		return nil, nil, err
+	}
+	e := envoycluster.NewExplainer(ix, proxy)
+	names := c.names()
+	groups := c.byLabels()
+	// others are the Explainers of the members whose labels differ from the first member's,
+	// made when a host's answer names the labels.
+	var others []*envoycluster.Explainer
+	var out []occurrence
+	var hosts []string
+	for _, h := range e.Hosts() {
+		hc, err := e.Host(h)
+		if err != nil {
+			return nil, nil, err
+		}
+		if hc.Service == nil {
+			// Outside the proxy's scope: not a host this client sees.
+			continue
+		}
+		hosts = append(hosts, h)
+		diags := hostDiagnostics(e, hc)
+		if len(groups) == 1 || !slices.ContainsFunc(diags, func(d explain.Diagnostic) bool { return labelsNamed(d.Message, proxy.Labels) }) {
+			out = appendHost(out, diags, h, hc.Service.Ref, names)
+			continue
+		}
+		// The answer names the proxy's labels: each group of members with the same labels
+		// gets its own.
+		out = appendHost(out, diags, h, hc.Service.Ref, groupNames(groups[0]))
+		if others == nil {
+			for _, g := range groups[1:] {
+				p, err := memberProxy(ix, g[0])
+				if err != nil {
+					return nil, nil, err
+				}
+				others = append(others, envoycluster.NewExplainer(ix, p))
+			}
+		}
+		for i, g := range groups[1:] {
+			ohc, err := others[i].Host(h)
+			if err != nil {
+				return nil, nil, err
+			}
+			out = appendHost(out, hostDiagnostics(others[i], ohc), h, hc.Service.Ref, groupNames(g))
+		}
+	}
+	return out, hosts, nil
+}
+
+// hostDiagnostics is what `cluster HOST` reports for a host in the scope of the Explainer's
+// proxy: the scope, selection, host and route diagnostics, those of every cluster of every port
+// and subset, and those of the proxy itself.
+func hostDiagnostics(e *envoycluster.Explainer, hc *envoycluster.HostClusters) []explain.Diagnostic {
+	out := slices.Clone(hc.Diagnostics)
+	for _, b := range hc.Clusters {
+		out = append(out, b.Diagnostics...)
+	}
+	return append(out, e.ProxyDiagnostics()...)
+}
+
+// appendHost records the diagnostics of host's answer for clients.
+func appendHost(out []occurrence, diags []explain.Diagnostic, host string, subject provenance.Ref, clients []string) []occurrence {
+	for _, d := range diags {
+		out = append(out, occurrence{d: d, host: host, clients: clients, subject: &subject})
+	}
+	return out
+}
+
+// workloadOccurrences asks every engine about every pod of namespaces (nil: all) it applies
+// to, and returns the occurrences and the number of pods answered for.
+func workloadOccurrences(snap *model.Snapshot, engines []WorkloadEngine, namespaces []string) ([]occurrence, int) {
+	var out []occurrence
+	n := 0
+	for _, pod := range snap.Pods {
+		if namespaces != nil && !slices.Contains(namespaces, pod.Namespace) {
+			continue
+		}
+		answered := false
+		for _, eng := range engines {
+			if !eng.Applies(pod) {
+				continue
+			}
+			answered = true
+			res := eng.Explain(pod)
+			ref := provenance.Ref{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name}
+			for _, d := range res.Diagnostics {
+				out = append(out, occurrence{d: d, workload: ref.String(), subject: &ref})
+			}
+		}
+		if answered {
+			n++
+		}
+	}
+	return out, n
+}
+
+// key is what makes two diagnostics one cause: the same ID, severity, fix and resources. Their
+// messages may differ in what the answer was about (the cluster, the client's namespace): the
+// finding keeps them all. A diagnostic without a fix is one cause per message.
+func key(d explain.Diagnostic) string {
+	var b strings.Builder
+	b.WriteString(d.ID)
+	b.WriteByte(0)
+	b.WriteString(string(d.Severity))
+	b.WriteByte(0)
+	b.WriteString(d.Fix)
+	if d.Fix == "" {
+		b.WriteByte(0)
+		b.WriteString(d.Message)
+	}
+	for _, r := range d.Resources {
+		b.WriteByte(0)
+		b.WriteString(r.String())
+	}
+	return b.String()
+}
+
+// Key is the identity of a cause, across reports (the --diff of two checks) and answers.
+func Key(d explain.Diagnostic) string { return key(d) }
+
+// merge turns occurrences into findings, one per cause, silenced as ign says, sorted.
+func merge(snap *model.Snapshot, occ []occurrence, ign *ignorer) []explain.Finding {
+	type acc struct {
+		f         explain.Finding
+		hosts     map[string]bool
+		clients   map[string]bool
+		workloads map[string]bool
+		messages  map[string]bool
+		live      bool
+		reason    string
+	}
+	byKey := map[string]*acc{}
+	var order []string
+	for _, o := range occ {
+		k := key(o.d)
+		a := byKey[k]
+		if a == nil {
+			a = &acc{f: explain.Finding{Diagnostic: o.d}, hosts: map[string]bool{}, clients: map[string]bool{}, workloads: map[string]bool{}, messages: map[string]bool{}}
+			byKey[k] = a
+			order = append(order, k)
+			locate(snap, &a.f, o.subject)
+		}
+		why := ign.reason(o.d, o.subject)
+		if why == "" && !a.live {
+			// The first occurrence not silenced: the finding lists only such occurrences.
+			a.live = true
+			clear(a.hosts)
+			clear(a.clients)
+			clear(a.workloads)
+			clear(a.messages)
+		}
+		if why != "" {
+			if a.reason == "" {
+				a.reason = why
+			}
+			if a.live {
+				continue
+			}
+		}
+		a.messages[o.d.Message] = true
+		if o.host != "" {
+			a.hosts[o.host] = true
+		}
+		for _, c := range o.clients {
+			a.clients[c] = true
+		}
+		if o.workload != "" {
+			a.workloads[o.workload] = true
+		}
+	}
+	out := make([]explain.Finding, 0, len(order))
+	for _, k := range order {
+		a := byKey[k]
+		f := a.f
+		if !a.live {
+			f.Ignored = a.reason
+		}
+		f.Hosts = sortedSet(a.hosts)
+		f.Clients = sortedSet(a.clients)
+		f.Workloads = sortedSet(a.workloads)
+		if msgs := sortedSet(a.messages); len(msgs) > 0 {
+			f.Message, f.Details = msgs[0], msgs[1:]
+			if len(f.Details) == 0 {
+				f.Details = nil
+			}
+		}
+		out = append(out, f)
+	}
+	SortFindings(out)
+	return out
+}
+
+// SortFindings orders findings by severity, ID, the resource to change, then message.
+func SortFindings(fs []explain.Finding) {
+	slices.SortStableFunc(fs, func(a, b explain.Finding) int {
+		return cmp.Or(cmp.Compare(a.Severity.Rank(), b.Severity.Rank()), diag.CompareIDs(a.ID, b.ID),
+			cmp.Compare(refString(a.Resource), refString(b.Resource)), cmp.Compare(a.Message, b.Message), cmp.Compare(a.Fix, b.Fix))
+	})
+}
+
+func refString(r *provenance.Ref) string {
+	if r == nil {
+		return ""
+	}
+	return r.String()
+}
+
+func sortedSet(m map[string]bool) []string {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,121 @@
+package check_test
+
+import (
+	"strings"
+	"testing"
+
+	gen "github.com/mesh-explain/kubectl-mesh-explain/internal/testkit/meshgen"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/check"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/envoycluster"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/ztunnelauthz"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/internal/checktest"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
+)
+
+// engineUnion is the union of the answers of the engines' own entry points: Explain of every
+// host from every client (a new Explainer per client), ztunnelauthz.Explain of every ambient pod.
+func engineUnion(t *testing.T, snap *model.Snapshot) checktest.Union {
+	t.Helper()
+	ix := index.Build(snap)
+	var hosts []string
+	for _, s := range ix.Services() {
+		if n := len(hosts); n == 0 || hosts[n-1] != s.Hostname {
+			hosts = append(hosts, s.Hostname)
+		}
+	}
+	u := checktest.Union{}
+	for _, c := range check.Clients(snap, nil) {
+		kind := "namespace"
+		if c.Ref.Kind == "Pod" {
+			kind = "pod"
+		}
+		proxy, err := ix.Proxy(kind, c.Namespace, c.Ref.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := envoycluster.NewExplainer(ix, proxy)
+		for _, h := range hosts {
+			res, err := e.Explain(envoycluster.Query{Host: h, Namespace: c.Namespace})
+			if err != nil {
+				t.Fatalf("%s from %s: %v", h, c.Ref, err)
+			}
+			if res.Subject.Resource == nil {
+				continue
+			}
+			for _, d := range res.Diagnostics {
+				u.Add(d, h, c.Ref.String(), "")
+			}
+		}
+	}
+	for _, pod := range snap.Pods {
+		if !ztunnelauthz.Ambient(snap, pod) {
+			continue
+		}
+		rs, err := ztunnelauthz.Explain(snap, ztunnelauthz.Query{Namespace: pod.Namespace, Workload: ztunnelauthz.WorkloadRef{Kind: "pod", Name: pod.Name}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rs {
+			for _, d := range r.Diagnostics {
+				u.Add(d, "", "", "Pod "+pod.Namespace+"/"+pod.Name)
+			}
+		}
+	}
+	return u
+}
+
+// TestRunEqualsUnionOnBenchMesh proves on the generated benchmark mesh, at a small scale, that
+// Run finds what every host from every client and every workload reports, and that the classes
+// save work.
+func TestRunEqualsUnionOnBenchMesh(t *testing.T) {
+	sizes := gen.Scaled(0.004) // 40 Services, 80 Pods, 20 DestinationRules over 100 namespaces
+	sizes.Namespaces = 8
+	snap, _, err := gen.LoadSnapshot(gen.Config{Seed: 1, Sizes: sizes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := check.Run(snap, check.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Findings) == 0 {
+		t.Fatal("the generated mesh has no finding: the comparison proves nothing")
+	}
+	checktest.Compare(t, "bench mesh", rep, engineUnion(t, snap))
+	if rep.Scope.ClientClasses >= rep.Scope.Clients {
+		t.Errorf("%d classes for %d clients: no client shares an answer", rep.Scope.ClientClasses, rep.Scope.Clients)
+	}
+	if rep.Scope.Workloads == 0 {
+		t.Error("no ambient workload checked")
+	}
+	t.Logf("%d hosts, %d clients in %d classes, %d workloads: %d findings", rep.Scope.Hosts, rep.Scope.Clients, rep.Scope.ClientClasses, rep.Scope.Workloads, len(rep.Findings))
+}
+
+// TestNamespaceScope checks that a check of one namespace reports the answers of its clients
+// and workloads only.
+func TestNamespaceScope(t *testing.T) {
+	sizes := gen.Scaled(0.004)
+	sizes.Namespaces = 8
+	snap, _, err := gen.LoadSnapshot(gen.Config{Seed: 1, Sizes: sizes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := gen.NamespaceName(2)
+	rep, err := check.Run(snap, check.Options{Namespaces: []string{ns}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range rep.Findings {
+		for _, c := range f.Clients {
+			if c != "Namespace "+ns && !strings.HasPrefix(c, "Pod "+ns+"/") {
+				t.Errorf("%s: client %s outside %s", f.ID, c, ns)
+			}
+		}
+		for _, w := range f.Workloads {
+			if !strings.HasPrefix(w, "Pod "+ns+"/") {
+				t.Errorf("%s: workload %s outside %s", f.ID, w, ns)
+			}
+		}
+	}
+}

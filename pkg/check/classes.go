@@ -1,0 +1,277 @@
+package check
+
+import (
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
+)
+
+// sidecarStatusAnnotation marks a pod the injector gave a sidecar (annotation.SidecarStatus).
+const sidecarStatusAnnotation = "sidecar.istio.io/status"
+
+// Client is one client sidecar the hosts are explained for: the default sidecar of a
+// namespace (a sidecar without labels, `cluster HOST -n NS`) or the sidecar of a pod
+// (`cluster HOST --from pod/NAME`).
+type Client struct {
+	// Ref is `Namespace NS` for the namespace default, `Pod NS/NAME` for a pod.
+	Ref provenance.Ref
+	// Namespace is the client's config namespace.
+	Namespace string
+	// Labels are the pod's labels (nil for the namespace default).
+	Labels map[string]string
+}
+
+// Class is a group of clients that get the same findings for every host: the same
+// namespace, and the same values of the labels any workloadSelector that can apply to them
+// reads. The first member is explained for all.
+type Class struct {
+	Namespace string
+	// Key tells classes apart within a namespace: the labels that matter, `k=v` sorted.
+	Key     string
+	Members []Client
+}
+
+// labelKeys are the pod label keys that decide what a client sidecar in a namespace gets,
+// found from the objects that select client sidecars by labels:
+//   - a Sidecar with a workloadSelector in the namespace (istiod's doGetSidecarScope);
+//   - an EnvoyFilter with a workloadSelector in the namespace or the root namespace (its
+//     CLUSTER patches are reported as D30);
+//   - a DestinationRule with a workloadSelector in the namespace: it decides the selection
+//     (pick). The selection diagnostics also name the proxy's labels in full
+//     (diag.SelectorRuleShadowsFallback, diag.SelectorRuleIgnored in pkg/index/drdiag.go), so members of a class whose labels differ elsewhere get those
+//     diagnostics worded for themselves: classOccurrences asks again for each of them, for
+//     the hosts where the answer names the labels (labelsNamed).
+type labelKeys struct {
+	keys map[string]bool
+}
+
+func (k *labelKeys) add(sel map[string]string) {
+	for key := range sel {
+		if k.keys == nil {
+			k.keys = map[string]bool{}
+		}
+		k.keys[key] = true
+	}
+}
+
+// key spells the labels of l that k reads.
+func (k labelKeys) key(l map[string]string) string {
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(l)) {
+		if k.keys[name] {
+			parts = append(parts, name+"="+l[name])
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// namespaceLabelKeys returns the labelKeys of every namespace.
+func namespaceLabelKeys(snap *model.Snapshot) map[string]*labelKeys {
+	out := map[string]*labelKeys{}
+	get := func(ns string) *labelKeys {
+		k := out[ns]
+		if k == nil {
+			k = &labelKeys{}
+			out[ns] = k
+		}
+		return k
+	}
+	var rootFilters []map[string]string
+	for _, sc := range snap.Sidecars {
+		if ws := sc.Spec.GetWorkloadSelector(); ws != nil {
+			get(sc.Namespace).add(ws.GetLabels())
+		}
+	}
+	root := snap.RootNamespace()
+	for _, ef := range snap.EnvoyFilters {
+		if ws := ef.Spec.GetWorkloadSelector(); ws != nil {
+			get(ef.Namespace).add(ws.GetLabels())
+			if ef.Namespace == root {
+				rootFilters = append(rootFilters, ws.GetLabels())
+			}
+		}
+	}
+	for _, dr := range snap.DestinationRules {
+		if ws := dr.Spec.GetWorkloadSelector(); ws != nil {
+			get(dr.Namespace).add(ws.GetMatchLabels())
+		}
+	}
+	if len(rootFilters) > 0 {
+		for _, ns := range clientNamespaces(snap, nil) {
+			for _, sel := range rootFilters {
+				get(ns).add(sel)
+			}
+		}
+	}
+	return out
+}
+
+// isSidecarPod reports whether the injector gave pod a sidecar.
+func isSidecarPod(pod *corev1.Pod) bool {
+	_, ok := pod.Annotations[sidecarStatusAnnotation]
+	return ok && !pod.Spec.HostNetwork
+}
+
+// clientNamespaces are the namespaces of the snapshot (Namespace objects and the namespaces of
+// every object), sorted; only those of want when want is not nil.
+func clientNamespaces(snap *model.Snapshot, want []string) []string {
+	if want != nil {
+		return slices.Sorted(slices.Values(slices.Clone(want)))
+	}
+	var out []string
+	for _, ns := range snap.Namespaces {
+		out = append(out, ns.Name)
+	}
+	for k := range snap.Sources {
+		if k.Namespace != "" {
+			out = append(out, k.Namespace)
+		}
+	}
+	for _, p := range snap.Pods {
+		out = append(out, p.Namespace)
+	}
+	for _, s := range snap.Services {
+		out = append(out, s.Namespace)
+	}
+	for _, s := range snap.ServiceEntries {
+		out = append(out, s.Namespace)
+	}
+	for _, d := range snap.DestinationRules {
+		out = append(out, d.Namespace)
+	}
+	for _, v := range snap.VirtualServices {
+		out = append(out, v.Namespace)
+	}
+	for _, s := range snap.Sidecars {
+		out = append(out, s.Namespace)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// Clients returns the client sidecars of namespaces (nil: every namespace of the snapshot):
+// the default sidecar of each namespace but the root namespace, whose sidecar is the mesh's
+// own configuration namespace rather than a client, and the sidecar of every injected pod.
+func Clients(snap *model.Snapshot, namespaces []string) []Client {
+	nss := clientNamespaces(snap, namespaces)
+	root := snap.RootNamespace()
+	var out []Client
+	for _, ns := range nss {
+		if ns != root {
+			out = append(out, Client{Ref: provenance.Ref{Kind: "Namespace", Name: ns}, Namespace: ns})
+		}
+		for _, pod := range snap.Pods {
+			if pod.Namespace == ns && isSidecarPod(pod) {
+				out = append(out, Client{Ref: provenance.Ref{Kind: "Pod", Namespace: ns, Name: pod.Name}, Namespace: ns, Labels: pod.Labels})
+			}
+		}
+	}
+	return out
+}
+
+// Classes groups clients into classes, in the order of their first member.
+func Classes(snap *model.Snapshot, clients []Client) []*Class {
+	keys := namespaceLabelKeys(snap)
+	byKey := map[string]*Class{}
+	var out []*Class
+	for _, c := range clients {
+		lk := keys[c.Namespace]
+		if lk == nil {
+			lk = &labelKeys{}
+		}
+		k := lk.key(c.Labels)
+		id := c.Namespace + "\x00" + k
+		cl := byKey[id]
+		if cl == nil {
+			cl = &Class{Namespace: c.Namespace, Key: k}
+			byKey[id] = cl
+			out = append(out, cl)
+		}
+		cl.Members = append(cl.Members, c)
+	}
+	return out
+}
+
+// proxy is the index proxy of the class's first member.
+func (c *Class) proxy(ix *index.Index) (*index.Proxy, error) {
+	return memberProxy(ix, c.Members[0])
+}
+
+// memberProxy is the index proxy of a client.
+func memberProxy(ix *index.Index, m Client) (*index.Proxy, error) {
+	if m.Ref.Kind == "Pod" {
+		return ix.Proxy("pod", m.Namespace, m.Ref.Name)
+	}
+	return ix.Proxy("namespace", m.Namespace, "")
+}
+
+// byLabels splits the members into groups with the same labels, the first member's group
+// first.
+func (c *Class) byLabels() [][]Client {
+	var out [][]Client
+	for _, m := range c.Members {
+		i := slices.IndexFunc(out, func(g []Client) bool { return maps.Equal(g[0].Labels, m.Labels) })
+		if i < 0 {
+			out = append(out, []Client{m})
+			continue
+		}
+		out[i] = append(out[i], m)
+	}
+	return out
+}
+
+// labelsText is how the selection diagnostics print a proxy's labels (index formatLabels):
+// `a=b,c=d` sorted, `{}` when there are none.
+func labelsText(l map[string]string) string {
+	if len(l) == 0 {
+		return "{}"
+	}
+	parts := make([]string, 0, len(l))
+	for _, k := range slices.Sorted(maps.Keys(l)) {
+		parts = append(parts, k+"="+l[k])
+	}
+	return strings.Join(parts, ",")
+}
+
+// labelsNamed reports whether a diagnostic message names the proxy labels l, as
+// diag.SelectorRuleShadowsFallback (`this proxy (labels l)`) and diag.SelectorRuleIgnored
+// (`this proxy's labels (l)`) do.
+func labelsNamed(msg string, l map[string]string) bool {
+	t := labelsText(l)
+	return strings.Contains(msg, "(labels "+t+")") || strings.Contains(msg, "labels ("+t+")")
+}
+
+// groupNames spells a group of members: `Namespace NS` for the group of the namespace
+// default, else its pods.
+func groupNames(g []Client) []string {
+	out := make([]string, 0, len(g))
+	for _, m := range g {
+		if m.Ref.Kind == "Namespace" {
+			return []string{m.Ref.String()}
+		}
+		out = append(out, m.Ref.String())
+	}
+	return out
+}
+
+// names spells the class for a finding: `Namespace NS` when the namespace default is a member
+// (it stands for every sidecar of the namespace that no workloadSelector sets apart), else its
+// pods.
+func (c *Class) names() []string {
+	for _, m := range c.Members {
+		if m.Ref.Kind == "Namespace" {
+			return []string{m.Ref.String()}
+		}
+	}
+	out := make([]string, 0, len(c.Members))
+	for _, m := range c.Members {
+		out = append(out, m.Ref.String())
+	}
+	return out
+}

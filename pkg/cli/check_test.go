@@ -1,0 +1,203 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/check"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/ztunnelauthz"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/internal/checktest"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/source"
+)
+
+// answersUnion asks `cluster HOST -A` for every host from every client sidecar (the default
+// sidecar of every namespace, `--from pod/NAME` for every injected pod), and `authz pod/NAME`
+// for every ambient pod, each through Main as a user would, and returns the union of their
+// diagnostics. Hosts outside a client's scope are not asked about.
+func answersUnion(t *testing.T, dir string) checktest.Union {
+	t.Helper()
+	snap, err := source.LoadFiles([]string{dir}, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := index.Build(snap)
+	var hosts []string
+	for _, s := range ix.Services() {
+		hosts = append(hosts, s.Hostname)
+	}
+	hosts = slices.Compact(hosts)
+	out := checktest.Union{}
+	for _, c := range check.Clients(snap, nil) {
+		for _, h := range hosts {
+			args := []string{"cluster", h, "-n", c.Namespace, "-A", "-f", dir, "-o", "json"}
+			if c.Ref.Kind == "Pod" {
+				args = append(args, "--from", "pod/"+c.Ref.Name)
+			}
+			r := runMain(t, "", args...)
+			if r.code != ExitOK {
+				t.Fatalf("%s: %v\n%s", dir, args, r)
+			}
+			var res explain.Result
+			if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+				t.Fatalf("%s: %v: %v", dir, args, err)
+			}
+			if res.Subject.Resource == nil {
+				continue // outside the client's scope
+			}
+			for _, d := range res.Diagnostics {
+				out.Add(d, res.Subject.Host, c.Ref.String(), "")
+			}
+		}
+	}
+	for _, pod := range snap.Pods {
+		if !ztunnelauthz.Ambient(snap, pod) {
+			continue
+		}
+		args := []string{"authz", "pod/" + pod.Name, "-n", pod.Namespace, "-f", dir, "-o", "json"}
+		r := runMain(t, "", args...)
+		if r.code != ExitOK {
+			t.Fatalf("%s: %v\n%s", dir, args, r)
+		}
+		var res explain.Result
+		if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+			t.Fatalf("%s: %v: %v", dir, args, err)
+		}
+		for _, d := range res.Diagnostics {
+			out.Add(d, "", "", "Pod "+pod.Namespace+"/"+pod.Name)
+		}
+	}
+	return out
+}
+
+// TestCheckEqualsUnionOfAnswers proves on every scenario folder that `check` finds exactly
+// what the cluster and authz commands report: every host from every client, every ambient pod.
+func TestCheckEqualsUnionOfAnswers(t *testing.T) {
+	t.Chdir(repoRoot(t))
+	var dirs []string
+	for _, kind := range []string{"cluster", "authz"} {
+		dirs = append(dirs, scenarioDirs(t, kind)...)
+	}
+	dirs = append(dirs, "testdata/examples/bookinfo", "testdata/examples/ambient")
+	findings := 0
+	for _, dir := range dirs {
+		r := runMain(t, "", "check", "-f", dir, "-o", "json", "--fail-on", "never")
+		if r.code != ExitOK {
+			t.Fatalf("%s: %s", dir, r)
+		}
+		var rep explain.CheckReport
+		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+			t.Fatalf("%s: %v", dir, err)
+		}
+		if rep.Kind != explain.KindCheckReport || rep.APIVersion != explain.APIVersion {
+			t.Fatalf("%s: document %s %s", dir, rep.APIVersion, rep.Kind)
+		}
+		findings += len(rep.Findings)
+		checktest.Compare(t, dir, &rep, answersUnion(t, dir))
+	}
+	if findings == 0 {
+		t.Fatal("no scenario has a finding: the comparison proves nothing")
+	}
+	t.Logf("%d scenario folders, %d findings", len(dirs), findings)
+}
+
+// TestCheckExitCodes runs check through Main: 79 when a finding at or above --fail-on is
+// found, 0 when none is (or all are silenced), 64 for a wrong command line.
+func TestCheckExitCodes(t *testing.T) {
+	t.Chdir(repoRoot(t))
+	bookinfo, ambient := "testdata/examples/bookinfo", "testdata/examples/ambient"
+	for _, c := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"-f", bookinfo}, ExitFindings},                                            // D19 is an error
+		{[]string{"-f", bookinfo, "--fail-on", "never"}, ExitOK},                            // never fails
+		{[]string{"-f", bookinfo, "--ignore", "D19"}, ExitOK},                               // the error silenced, warnings left
+		{[]string{"-f", bookinfo, "--ignore", "d19", "--fail-on", "warning"}, ExitFindings}, // the warnings fail
+		{[]string{"-f", ambient}, ExitOK},                                                   // warnings only
+		{[]string{"-f", ambient, "--fail-on", "warning"}, ExitFindings},
+		{[]string{"-f", ambient, "--fail-on", "info"}, ExitFindings},
+		{[]string{"-f", ambient, "--fail-on", "warning", "--ignore", "A07,A08"}, ExitOK},
+		{[]string{"-f", ambient, "-n", "bar"}, ExitOK}, // nothing in that namespace
+		{[]string{"-f", bookinfo, "--fail-on", "fatal"}, ExitUsage},
+		{[]string{"-f", bookinfo, "--diff"}, ExitUsage},
+		{[]string{"-f", bookinfo, "-A", "-n", "bookinfo"}, ExitUsage},
+		{[]string{"-f", bookinfo, "-o", "envoy"}, ExitUsage},
+		{[]string{"-f", bookinfo, "extra"}, ExitUsage},
+		{[]string{"-f", bookinfo, "--ignore", "D99"}, ExitUsage}, // not in the catalogue
+	} {
+		r := runMain(t, "", append([]string{"check"}, c.args...)...)
+		if r.code != c.want {
+			t.Errorf("check %v: exit %d, want %d\n%s", c.args, r.code, c.want, r)
+		}
+		if c.want == ExitFindings && !strings.Contains(r.stderr, "check found") {
+			t.Errorf("check %v: stderr does not say why it failed:\n%s", c.args, r.stderr)
+		}
+	}
+}
+
+// TestCheckIgnoreAnnotation silences a finding with the annotation on the object it names;
+// -o wide shows the reason with the annotation's file and line.
+func TestCheckIgnoreAnnotation(t *testing.T) {
+	t.Chdir(repoRoot(t))
+	dir := t.TempDir()
+	for _, name := range []string{"destinationrules.yaml", "mesh.yaml", "namespace.yaml", "peerauthentication.yaml", "pods.yaml", "services.yaml", "virtualservices.yaml"} {
+		data, err := os.ReadFile(filepath.Join("testdata/examples/bookinfo", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name == "destinationrules.yaml" {
+			data = []byte(strings.Replace(string(data), "  name: ratings\n", "  name: ratings\n  annotations:\n    mesh-explain.io/ignore: \"D19\"\n", 1))
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := runMain(t, "", "check", "-f", dir)
+	if r.code != ExitOK || !strings.Contains(r.stdout, "(1 silenced; -o wide lists them)") {
+		t.Fatalf("the annotated D19 still fails the check:\n%s", r)
+	}
+	r = runMain(t, "", "check", "-f", dir, "-o", "json")
+	var rep explain.CheckReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	want := "annotation mesh-explain.io/ignore: D19 on DestinationRule bookinfo/ratings (" + filepath.Join(dir, "destinationrules.yaml") + ":40:5)"
+	found := false
+	for _, f := range rep.Findings {
+		if f.ID == "D19" {
+			found = true
+			if f.Ignored != want || len(f.Hosts) != 1 {
+				t.Errorf("D19 silenced as %q with hosts %v, want %q", f.Ignored, f.Hosts, want)
+			}
+		}
+	}
+	if !found {
+		t.Error("the silenced D19 is not in the document")
+	}
+	r = runMain(t, "", "check", "-f", dir, "-o", "wide")
+	if !strings.Contains(r.stdout, "silenced: annotation mesh-explain.io/ignore: D19") {
+		t.Errorf("-o wide does not give the reason:\n%s", r)
+	}
+}
+
+// TestCheckSARIFFromFiles validates the SARIF of the bookinfo example against the SARIF 2.1.0
+// schema and checks the result is at the file and line of the DestinationRule to change.
+func TestCheckSARIFFromFiles(t *testing.T) {
+	t.Chdir(repoRoot(t))
+	r := runMain(t, "", "check", "-f", "testdata/examples/bookinfo", "-o", "sarif")
+	if r.code != ExitFindings {
+		t.Fatalf("want exit %d:\n%s", ExitFindings, r)
+	}
+	checktest.ValidateSARIF(t, checktest.SARIFSchema(t), []byte(r.stdout))
+	for _, want := range []string{`"ruleId": "D19"`, `"uri": "testdata/examples/bookinfo/destinationrules.yaml"`, `"startLine": 35`} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("SARIF lacks %s:\n%s", want, r.stdout)
+		}
+	}
+}
