@@ -59,109 +59,22 @@ func exportSetText(set map[string]bool) string {
 
 // selectionDiagnostics explains the DestinationRules for the service's host that do not apply
 // to the proxy (D2–D6, D13, D31), and what merging dropped from the one that does (D11, D12).
+// handled collects the rules a diagnostic already names, so whyNot does not name them again.
 func (ix *Index) selectionDiagnostics(p *Proxy, svc *Service, list []*drEntry, step int, chosen *drEntry) []explain.Diagnostic {
-	var out []explain.Diagnostic
 	handled := map[*drInfo]bool{}
-	host := svc.Hostname
-
-	if chosen != nil {
-		for _, ds := range chosen.dupSubsets {
-			out = append(out, diag.DuplicateSubsetDropped.New(
-				fmt.Sprintf("subset %q of %s is dropped: %s, merged before it, already defines a subset with that name", ds.name, ds.dropped.ref, ds.kept.ref),
-				fmt.Sprintf("rename or remove subset %q in %s or %s", ds.name, ds.dropped.ref, ds.kept.ref),
-				ds.dropped.ref, ds.kept.ref))
-		}
-		for _, d := range chosen.ignoredTP {
-			used := chosen.primary
-			if chosen.tpFrom != nil {
-				used = chosen.tpFrom
-			}
-			out = append(out, diag.MergedTrafficPolicyIgnored.New(
-				fmt.Sprintf("spec.trafficPolicy of %s is ignored: the rule is merged into %s, and istiod keeps the trafficPolicy of %s whole (top-level policies are never merged field by field)",
-					d.ref, chosen.primary.ref, used.ref),
-				fmt.Sprintf("move the settings of %s into spec.trafficPolicy of %s, or into subsets", d.ref, used.ref),
-				d.ref, used.ref))
-		}
+	var out []explain.Diagnostic
+	switch {
+	case chosen != nil:
+		out = mergeDiagnostics(chosen)
 		if chosen.primary.hasSelector {
-			// D31: a plain rule of the same namespace that was not merged into the selector rule.
-			for _, e := range list {
-				if e.primary.hasSelector {
-					continue
-				}
-				var missed []*drInfo
-				for _, d := range e.from {
-					if !chosen.has(d) {
-						missed = append(missed, d)
-					}
-				}
-				if len(missed) == 0 {
-					continue
-				}
-				for _, d := range missed {
-					handled[d] = true
-					out = append(out, diag.SelectorRuleDoesNotInherit.New(
-						fmt.Sprintf("%s has a workloadSelector that matches this proxy and does not inherit %s (no workloadSelector, exportTo: %s): istiod merges a plain rule into workloadSelector rules only when its exportTo contains \".\", so this proxy gets none of its subsets or trafficPolicy",
-							chosen.primary.ref, d.ref, d.exportToText()),
-						fmt.Sprintf("add . to spec.exportTo of %s, or copy the subsets and trafficPolicy it needs into %s", d.ref, chosen.primary.ref),
-						chosen.primary.ref, d.ref))
-				}
-			}
+			out = append(out, selectorNotInheriting(list, chosen, handled)...)
 		} else {
-			// D13: selector-less entries of the same host that were kept apart.
-			for _, e := range list {
-				if e == chosen || e.primary.hasSelector {
-					continue
-				}
-				for _, d := range e.from {
-					if chosen.has(d) || handled[d] {
-						continue
-					}
-					handled[d] = true
-					out = append(out, diag.RulesNotMerged.New(
-						fmt.Sprintf("%s and %s for host %s are not merged because their exportTo differ (%s vs %s): this proxy sees both and uses only the later one, %s",
-							d.ref, entryName(chosen), d.host, exportSetText(e.exportTo), exportSetText(chosen.exportTo), entryName(chosen)),
-						fmt.Sprintf("give %s and %s the same spec.exportTo so istiod merges them, or combine them into one DestinationRule", d.ref, chosen.primary.ref),
-						d.ref, chosen.primary.ref))
-				}
-			}
+			out = append(out, rulesNotMerged(list, chosen, handled)...)
 		}
+	case len(list) > 0:
+		out = append(out, ix.selectorShadowsFallback(p, svc, list, handled))
 	}
-
-	if chosen == nil && len(list) > 0 {
-		// D5: only workloadSelector rules at the first step, and none selects the proxy.
-		fallback, fstep := ix.lookupAfterClient(p.Namespace, svc.Namespace, host)
-		selectorDRs := entryDRs(list)
-		for _, d := range selectorDRs {
-			handled[d] = true
-		}
-		resources := refsOf(selectorDRs)
-		msg := fmt.Sprintf("%s for %s in namespace %s only applies to workloads its workloadSelector selects, and this proxy (labels %s) is not one of them: because the namespace has DestinationRules for the host, istiod does not look in the service or root namespace, and the proxy gets no DestinationRule",
-			entriesName(list), host, p.Namespace, formatLabels(p.Labels))
-		if len(fallback) > 0 {
-			fb := pick(fallback, p)
-			if fb != nil {
-				for _, d := range fb.from {
-					handled[d] = true
-					resources = append(resources, d.ref)
-				}
-				msg += fmt.Sprintf(" (%s in the %s would apply otherwise)", entryName(fb), stepName(fstep))
-			}
-		}
-		fix := fmt.Sprintf("add a DestinationRule without workloadSelector for %s in namespace %s (it applies when no selector matches), or make a workloadSelector match the proxy", host, p.Namespace)
-		for _, d := range selectorDRs {
-			if d.hasSelector {
-				continue
-			}
-			// No Istio test pins this (docs/semantics/cluster.md#merging); mergeDestinationRule:
-			// equal exportTo sets ({"."}) merge the plain rule into the selector rule and never
-			// append it on its own.
-			msg += fmt.Sprintf("; %s has no workloadSelector but was merged only into the workloadSelector rule, because both have exportTo \".\"", d.ref)
-			fix = fmt.Sprintf("remove spec.exportTo from %s (or list the namespace by name) so istiod keeps it as a rule of its own, or make a workloadSelector match the proxy", d.ref)
-		}
-		out = append(out, diag.SelectorRuleShadowsFallback.New(msg, fix, resources...))
-	}
-
-	for _, d := range ix.drsCovering(host) {
+	for _, d := range ix.drsCovering(svc.Hostname) {
 		if handled[d] || (chosen != nil && chosen.has(d)) {
 			continue
 		}
@@ -171,6 +84,109 @@ func (ix *Index) selectionDiagnostics(p *Proxy, svc *Service, list []*drEntry, s
 	}
 	diag.Sort(out, diag.KeepAll)
 	return out
+}
+
+// mergeDiagnostics is what merging dropped from the chosen entry: subsets whose name an earlier
+// rule already used (D11) and top-level policies of merged rules (D12).
+func mergeDiagnostics(chosen *drEntry) []explain.Diagnostic {
+	var out []explain.Diagnostic
+	for _, ds := range chosen.dupSubsets {
+		out = append(out, diag.DuplicateSubsetDropped.New(
+			fmt.Sprintf("subset %q of %s is dropped: %s, merged before it, already defines a subset with that name", ds.name, ds.dropped.ref, ds.kept.ref),
+			fmt.Sprintf("rename or remove subset %q in %s or %s", ds.name, ds.dropped.ref, ds.kept.ref),
+			ds.dropped.ref, ds.kept.ref))
+	}
+	for _, d := range chosen.ignoredTP {
+		used := chosen.primary
+		if chosen.tpFrom != nil {
+			used = chosen.tpFrom
+		}
+		out = append(out, diag.MergedTrafficPolicyIgnored.New(
+			fmt.Sprintf("spec.trafficPolicy of %s is ignored: the rule is merged into %s, and istiod keeps the trafficPolicy of %s whole (top-level policies are never merged field by field)",
+				d.ref, chosen.primary.ref, used.ref),
+			fmt.Sprintf("move the settings of %s into spec.trafficPolicy of %s, or into subsets", d.ref, used.ref),
+			d.ref, used.ref))
+	}
+	return out
+}
+
+// selectorNotInheriting (D31): the chosen rule has a workloadSelector, and a plain rule of the
+// same namespace was not merged into it.
+func selectorNotInheriting(list []*drEntry, chosen *drEntry, handled map[*drInfo]bool) []explain.Diagnostic {
+	var out []explain.Diagnostic
+	for _, e := range list {
+		if e.primary.hasSelector {
+			continue
+		}
+		for _, d := range e.from {
+			if chosen.has(d) {
+				continue
+			}
+			handled[d] = true
+			out = append(out, diag.SelectorRuleDoesNotInherit.New(
+				fmt.Sprintf("%s has a workloadSelector that matches this proxy and does not inherit %s (no workloadSelector, exportTo: %s): istiod merges a plain rule into workloadSelector rules only when its exportTo contains \".\", so this proxy gets none of its subsets or trafficPolicy",
+					chosen.primary.ref, d.ref, d.exportToText()),
+				fmt.Sprintf("add . to spec.exportTo of %s, or copy the subsets and trafficPolicy it needs into %s", d.ref, chosen.primary.ref),
+				chosen.primary.ref, d.ref))
+		}
+	}
+	return out
+}
+
+// rulesNotMerged (D13): selector-less entries of the same host that were kept apart from the
+// chosen one because their exportTo differ.
+func rulesNotMerged(list []*drEntry, chosen *drEntry, handled map[*drInfo]bool) []explain.Diagnostic {
+	var out []explain.Diagnostic
+	for _, e := range list {
+		if e == chosen || e.primary.hasSelector {
+			continue
+		}
+		for _, d := range e.from {
+			if chosen.has(d) || handled[d] {
+				continue
+			}
+			handled[d] = true
+			out = append(out, diag.RulesNotMerged.New(
+				fmt.Sprintf("%s and %s for host %s are not merged because their exportTo differ (%s vs %s): this proxy sees both and uses only the later one, %s",
+					d.ref, entryName(chosen), d.host, exportSetText(e.exportTo), exportSetText(chosen.exportTo), entryName(chosen)),
+				fmt.Sprintf("give %s and %s the same spec.exportTo so istiod merges them, or combine them into one DestinationRule", d.ref, chosen.primary.ref),
+				d.ref, chosen.primary.ref))
+		}
+	}
+	return out
+}
+
+// selectorShadowsFallback (D5): the first lookup step found only workloadSelector rules and none
+// selects the proxy, so istiod stops there and the proxy gets no DestinationRule.
+func (ix *Index) selectorShadowsFallback(p *Proxy, svc *Service, list []*drEntry, handled map[*drInfo]bool) explain.Diagnostic {
+	host := svc.Hostname
+	fallback, fstep := ix.lookupAfterClient(p.Namespace, svc.Namespace, host)
+	selectorDRs := entryDRs(list)
+	for _, d := range selectorDRs {
+		handled[d] = true
+	}
+	resources := refsOf(selectorDRs)
+	msg := fmt.Sprintf("%s for %s in namespace %s only applies to workloads its workloadSelector selects, and this proxy (labels %s) is not one of them: because the namespace has DestinationRules for the host, istiod does not look in the service or root namespace, and the proxy gets no DestinationRule",
+		entriesName(list), host, p.Namespace, formatLabels(p.Labels))
+	if fb := pick(fallback, p); len(fallback) > 0 && fb != nil {
+		for _, d := range fb.from {
+			handled[d] = true
+			resources = append(resources, d.ref)
+		}
+		msg += fmt.Sprintf(" (%s in the %s would apply otherwise)", entryName(fb), stepName(fstep))
+	}
+	fix := fmt.Sprintf("add a DestinationRule without workloadSelector for %s in namespace %s (it applies when no selector matches), or make a workloadSelector match the proxy", host, p.Namespace)
+	for _, d := range selectorDRs {
+		if d.hasSelector {
+			continue
+		}
+		// No Istio test pins this (docs/semantics/cluster.md#merging); mergeDestinationRule:
+		// equal exportTo sets ({"."}) merge the plain rule into the selector rule and never
+		// append it on its own.
+		msg += fmt.Sprintf("; %s has no workloadSelector but was merged only into the workloadSelector rule, because both have exportTo \".\"", d.ref)
+		fix = fmt.Sprintf("remove spec.exportTo from %s (or list the namespace by name) so istiod keeps it as a rule of its own, or make a workloadSelector match the proxy", d.ref)
+	}
+	return diag.SelectorRuleShadowsFallback.New(msg, fix, resources...)
 }
 
 // lookupAfterClient is the rest of the lookup after the client namespace (steps 2 and 3).
