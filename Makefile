@@ -51,6 +51,8 @@ release-check:
 verify:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
+	$(GO) mod tidy -diff
+	cd conformance && $(GO) mod tidy -diff
 	hack/verify-imports.sh
 	hack/verify-code-patterns.sh --citations=fail
 	hack/update-readme.sh --check
