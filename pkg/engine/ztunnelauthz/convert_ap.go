@@ -278,180 +278,212 @@ var l4WhenKeys = map[string][2]string{
 // clause per `when` (authorization.go handleRule). An ALLOW rule with any HTTP attribute is
 // dropped; a DENY rule keeps everything except the HTTP parts.
 func handleRule(action Action, rule *v1beta1.Rule, ruleNs string, i int, o originOf) ruleResult {
-	var res ruleResult
-	rp := fmt.Sprintf("spec.rules[%d]", i)
+	rc := &ruleConversion{action: action, ruleNs: ruleNs, o: o, rp: fmt.Sprintf("spec.rules[%d]", i), httpFound: map[string]bool{}}
 	if rule == nil {
 		rule = &v1beta1.Rule{}
-		res.findings = append(res.findings, finding{id: diag.InvalidRule, field: rp,
-			message: "rule is null; treated as an empty rule (matches everything)", fix: "remove the null entry"})
+		rc.find(diag.InvalidRule, rc.rp, "rule is null; treated as an empty rule (matches everything)", "remove the null entry")
 	}
-	httpFound := map[string]bool{}
-	// Per-rule bookkeeping for the plain-language DENY judgement
-	// (docs/semantics/authz.md#degenerate-rules).
-	var strippedEntries, lostEntries []string
-
-	gb := &groupBuilder{origin: o.at(rp, "")}
-	// 1. The to-clause: one match per operation (alternatives); only ports are L4.
+	rc.gb = &groupBuilder{origin: o.at(rc.rp, "")}
 	if len(rule.To) > 0 {
-		cl := &rulesBuilder{origin: o.at(rp+".to", "one clause; its operations are alternatives")}
-		for j, to := range rule.To {
-			ep := fmt.Sprintf("%s.to[%d].operation", rp, j)
-			op := to.GetOperation()
-			if op == nil {
-				res.findings = append(res.findings, finding{id: diag.InvalidRule, field: ep,
-					message: "operation is missing (rejected by Istio validation); treated as empty", fix: "add an operation or remove the entry"})
-				op = &v1beta1.Operation{}
-			}
-			problems := httpOperations(op)
-			for _, p := range problems {
-				httpFound[p] = true
-			}
-			mb := &matchBuilder{m: &Match{}, origin: o.at(ep, "")}
-			res.findings = append(res.findings, addPorts(mb, "destinationPorts", op.GetPorts(), ep+".ports", o)...)
-			res.findings = append(res.findings, addPorts(mb, "notDestinationPorts", op.GetNotPorts(), ep+".notPorts", o)...)
-			if len(problems) > 0 {
-				if mb.m.IsEmpty() {
-					lostEntries = append(lostEntries, ep)
-				} else {
-					strippedEntries = append(strippedEntries, ep)
-				}
-			} else if len(op.GetPorts())+len(op.GetNotPorts()) == 0 {
-				res.findings = append(res.findings, finding{id: diag.InvalidRule, field: ep,
-					message: "operation sets no field (rejected by Istio validation); it becomes an empty match that ztunnel skips",
-					fix:     "add ports, or remove the entry"})
-			}
-			cl.matches = append(cl.matches, mb)
-		}
-		gb.rules = append(gb.rules, cl)
+		rc.gb.rules = append(rc.gb.rules, rc.toClause(rule.To))
 	}
-	// 2. The from-clause: one match per source; remoteIpBlocks and requestPrincipals are HTTP,
-	// trustDomains are neither mapped nor reported by istiod.
 	if len(rule.From) > 0 {
-		cl := &rulesBuilder{origin: o.at(rp+".from", "one clause; its sources are alternatives")}
-		for j, from := range rule.From {
-			ep := fmt.Sprintf("%s.from[%d].source", rp, j)
-			src := from.GetSource()
-			if src == nil {
-				res.findings = append(res.findings, finding{id: diag.InvalidRule, field: ep,
-					message: "source is missing (rejected by Istio validation); treated as empty", fix: "add a source or remove the entry"})
-				src = &v1beta1.Source{}
-			}
-			problems := httpSources(src)
-			for _, p := range problems {
-				httpFound[p] = true
-			}
-			mb := &matchBuilder{m: &Match{}, origin: o.at(ep, "")}
-			res.findings = append(res.findings, addIPs(mb, "sourceIps", src.GetIpBlocks(), ep+".ipBlocks", o)...)
-			res.findings = append(res.findings, addIPs(mb, "notSourceIps", src.GetNotIpBlocks(), ep+".notIpBlocks", o)...)
-			addStrings(mb, "namespaces", src.GetNamespaces(), ep+".namespaces", o)
-			addStrings(mb, "notNamespaces", src.GetNotNamespaces(), ep+".notNamespaces", o)
-			res.findings = append(res.findings, addServiceAccounts(mb, "serviceAccounts", src.GetServiceAccounts(), ruleNs, ep+".serviceAccounts", o)...)
-			res.findings = append(res.findings, addServiceAccounts(mb, "notServiceAccounts", src.GetNotServiceAccounts(), ruleNs, ep+".notServiceAccounts", o)...)
-			res.findings = append(res.findings, checkPrincipals(src.GetPrincipals(), ep+".principals")...)
-			res.findings = append(res.findings, checkPrincipals(src.GetNotPrincipals(), ep+".notPrincipals")...)
-			addStrings(mb, "principals", src.GetPrincipals(), ep+".principals", o)
-			addStrings(mb, "notPrincipals", src.GetNotPrincipals(), ep+".notPrincipals", o)
-			if n := len(src.GetTrustDomains()) + len(src.GetNotTrustDomains()); n > 0 {
-				f := ep + ".trustDomains"
-				if len(src.GetTrustDomains()) == 0 {
-					f = ep + ".notTrustDomains"
-				}
-				msg := "trustDomains are silently ignored by ztunnel conversion (no status)"
-				if action == ActionAllow {
-					msg += ": this ALLOW source admits identities from any trust domain"
-				} else {
-					msg += ": this DENY source fires for identities from any trust domain"
-				}
-				if mb.m.IsEmpty() {
-					msg += "; the source has nothing else, so it becomes an empty match that ztunnel skips"
-				}
-				res.findings = append(res.findings, finding{id: diag.ValueDroppedSilently, field: f, message: msg,
-					fix: "express the trust domain in principals (`<td>/ns/<ns>/sa/<sa>`), or enforce it on a waypoint"})
-			}
-			if len(problems) > 0 {
-				if mb.m.IsEmpty() {
-					lostEntries = append(lostEntries, ep)
-				} else {
-					strippedEntries = append(strippedEntries, ep)
-				}
-			}
-			cl.matches = append(cl.matches, mb)
-		}
-		gb.rules = append(gb.rules, cl)
+		rc.gb.rules = append(rc.gb.rules, rc.fromClause(rule.From))
 	}
-	// 3. One clause per condition; values fill the positive field and notValues the negative
-	// field of the same match; any other key is HTTP and leaves an empty match.
 	for k, when := range rule.When {
-		wp := fmt.Sprintf("%s.when[%d]", rp, k)
-		if when == nil {
-			when = &v1beta1.Condition{}
+		rc.gb.rules = append(rc.gb.rules, rc.whenClause(k, when))
+	}
+	return rc.result()
+}
+
+// ruleConversion is the state of one handleRule: the group being built, the findings, and the
+// bookkeeping for the plain-language judgement of HTTP attributes
+// (docs/semantics/authz.md#degenerate-rules).
+type ruleConversion struct {
+	action Action
+	ruleNs string
+	o      originOf
+	rp     string // "spec.rules[i]"
+
+	gb        *groupBuilder
+	findings  []finding
+	httpFound map[string]bool
+	// strippedEntries are the to/from entries that lost HTTP fields and kept L4 ones;
+	// lostEntries those left empty.
+	strippedEntries, lostEntries []string
+}
+
+func (rc *ruleConversion) find(id diag.ID, field, message, fix string) {
+	rc.findings = append(rc.findings, finding{id: id, field: field, message: message, fix: fix})
+}
+
+// httpEntry records the HTTP fields an entry had, and whether it kept anything else.
+func (rc *ruleConversion) httpEntry(ep string, problems []string, mb *matchBuilder) {
+	for _, p := range problems {
+		rc.httpFound[p] = true
+	}
+	switch {
+	case len(problems) == 0:
+	case mb.m.IsEmpty():
+		rc.lostEntries = append(rc.lostEntries, ep)
+	default:
+		rc.strippedEntries = append(rc.strippedEntries, ep)
+	}
+}
+
+// toClause is one match per operation (alternatives); only ports are L4.
+func (rc *ruleConversion) toClause(tos []*v1beta1.Rule_To) *rulesBuilder {
+	o := rc.o
+	cl := &rulesBuilder{origin: o.at(rc.rp+".to", "one clause; its operations are alternatives")}
+	for j, to := range tos {
+		ep := fmt.Sprintf("%s.to[%d].operation", rc.rp, j)
+		op := to.GetOperation()
+		if op == nil {
+			rc.find(diag.InvalidRule, ep, "operation is missing (rejected by Istio validation); treated as empty", "add an operation or remove the entry")
+			op = &v1beta1.Operation{}
 		}
-		fields, l4 := l4WhenKeys[when.GetKey()]
-		mb := &matchBuilder{m: &Match{}, origin: o.at(wp, "")}
-		if !l4 {
-			httpFound[when.GetKey()] = true
-		} else {
-			for n, f := range [2]struct {
-				vals  []string
-				field string
-			}{{when.GetValues(), wp + ".values"}, {when.GetNotValues(), wp + ".notValues"}} {
-				switch fields[n] {
-				case "sourceIps", "notSourceIps", "destinationIps", "notDestinationIps":
-					res.findings = append(res.findings, addIPs(mb, fields[n], f.vals, f.field, o)...)
-				case "destinationPorts", "notDestinationPorts":
-					res.findings = append(res.findings, addPorts(mb, fields[n], f.vals, f.field, o)...)
-				default:
-					if fields[n] == "principals" || fields[n] == "notPrincipals" {
-						res.findings = append(res.findings, checkPrincipals(f.vals, f.field)...)
-					}
-					addStrings(mb, fields[n], f.vals, f.field, o)
+		mb := &matchBuilder{m: &Match{}, origin: o.at(ep, "")}
+		rc.findings = append(rc.findings, addPorts(mb, "destinationPorts", op.GetPorts(), ep+".ports", o)...)
+		rc.findings = append(rc.findings, addPorts(mb, "notDestinationPorts", op.GetNotPorts(), ep+".notPorts", o)...)
+		problems := httpOperations(op)
+		rc.httpEntry(ep, problems, mb)
+		if len(problems) == 0 && len(op.GetPorts())+len(op.GetNotPorts()) == 0 {
+			rc.find(diag.InvalidRule, ep, "operation sets no field (rejected by Istio validation); it becomes an empty match that ztunnel skips",
+				"add ports, or remove the entry")
+		}
+		cl.matches = append(cl.matches, mb)
+	}
+	return cl
+}
+
+// fromClause is one match per source; remoteIpBlocks and requestPrincipals are HTTP,
+// trustDomains are neither mapped nor reported by istiod.
+func (rc *ruleConversion) fromClause(froms []*v1beta1.Rule_From) *rulesBuilder {
+	o := rc.o
+	cl := &rulesBuilder{origin: o.at(rc.rp+".from", "one clause; its sources are alternatives")}
+	for j, from := range froms {
+		ep := fmt.Sprintf("%s.from[%d].source", rc.rp, j)
+		src := from.GetSource()
+		if src == nil {
+			rc.find(diag.InvalidRule, ep, "source is missing (rejected by Istio validation); treated as empty", "add a source or remove the entry")
+			src = &v1beta1.Source{}
+		}
+		mb := &matchBuilder{m: &Match{}, origin: o.at(ep, "")}
+		rc.findings = append(rc.findings, addIPs(mb, "sourceIps", src.GetIpBlocks(), ep+".ipBlocks", o)...)
+		rc.findings = append(rc.findings, addIPs(mb, "notSourceIps", src.GetNotIpBlocks(), ep+".notIpBlocks", o)...)
+		addStrings(mb, "namespaces", src.GetNamespaces(), ep+".namespaces", o)
+		addStrings(mb, "notNamespaces", src.GetNotNamespaces(), ep+".notNamespaces", o)
+		rc.findings = append(rc.findings, addServiceAccounts(mb, "serviceAccounts", src.GetServiceAccounts(), rc.ruleNs, ep+".serviceAccounts", o)...)
+		rc.findings = append(rc.findings, addServiceAccounts(mb, "notServiceAccounts", src.GetNotServiceAccounts(), rc.ruleNs, ep+".notServiceAccounts", o)...)
+		rc.findings = append(rc.findings, checkPrincipals(src.GetPrincipals(), ep+".principals")...)
+		rc.findings = append(rc.findings, checkPrincipals(src.GetNotPrincipals(), ep+".notPrincipals")...)
+		addStrings(mb, "principals", src.GetPrincipals(), ep+".principals", o)
+		addStrings(mb, "notPrincipals", src.GetNotPrincipals(), ep+".notPrincipals", o)
+		rc.trustDomains(ep, src, mb)
+		rc.httpEntry(ep, httpSources(src), mb)
+		cl.matches = append(cl.matches, mb)
+	}
+	return cl
+}
+
+// trustDomains reports a source's trustDomains, which the conversion drops without a status.
+func (rc *ruleConversion) trustDomains(ep string, src *v1beta1.Source, mb *matchBuilder) {
+	if len(src.GetTrustDomains())+len(src.GetNotTrustDomains()) == 0 {
+		return
+	}
+	f := ep + ".trustDomains"
+	if len(src.GetTrustDomains()) == 0 {
+		f = ep + ".notTrustDomains"
+	}
+	msg := "trustDomains are silently ignored by ztunnel conversion (no status)"
+	if rc.action == ActionAllow {
+		msg += ": this ALLOW source admits identities from any trust domain"
+	} else {
+		msg += ": this DENY source fires for identities from any trust domain"
+	}
+	if mb.m.IsEmpty() {
+		msg += "; the source has nothing else, so it becomes an empty match that ztunnel skips"
+	}
+	rc.find(diag.ValueDroppedSilently, f, msg, "express the trust domain in principals (`<td>/ns/<ns>/sa/<sa>`), or enforce it on a waypoint")
+}
+
+// whenClause is the clause of one condition; values fill the positive field and notValues the
+// negative field of the same match; any other key is HTTP and leaves an empty match.
+func (rc *ruleConversion) whenClause(k int, when *v1beta1.Condition) *rulesBuilder {
+	o := rc.o
+	wp := fmt.Sprintf("%s.when[%d]", rc.rp, k)
+	if when == nil {
+		when = &v1beta1.Condition{}
+	}
+	fields, l4 := l4WhenKeys[when.GetKey()]
+	mb := &matchBuilder{m: &Match{}, origin: o.at(wp, "")}
+	if !l4 {
+		rc.httpFound[when.GetKey()] = true
+	} else {
+		for n, f := range [2]struct {
+			vals  []string
+			field string
+		}{{when.GetValues(), wp + ".values"}, {when.GetNotValues(), wp + ".notValues"}} {
+			switch fields[n] {
+			case "sourceIps", "notSourceIps", "destinationIps", "notDestinationIps":
+				rc.findings = append(rc.findings, addIPs(mb, fields[n], f.vals, f.field, o)...)
+			case "destinationPorts", "notDestinationPorts":
+				rc.findings = append(rc.findings, addPorts(mb, fields[n], f.vals, f.field, o)...)
+			default:
+				if fields[n] == "principals" || fields[n] == "notPrincipals" {
+					rc.findings = append(rc.findings, checkPrincipals(f.vals, f.field)...)
 				}
+				addStrings(mb, fields[n], f.vals, f.field, o)
 			}
 		}
-		gb.rules = append(gb.rules, &rulesBuilder{origin: o.at(wp, "one clause per condition"), matches: []*matchBuilder{mb}})
 	}
-	for k := range httpFound {
+	return &rulesBuilder{origin: o.at(wp, "one clause per condition"), matches: []*matchBuilder{mb}}
+}
+
+// result judges the rule: what happens to HTTP attributes depends on the action. An ALLOW
+// rule is dropped whole (never matches), a DENY rule keeps its L4 parts. The status text says
+// "more restrictive" in both cases; for DENY that is not always true, so each rule is judged
+// here.
+func (rc *ruleConversion) result() ruleResult {
+	res := ruleResult{findings: rc.findings}
+	for k := range rc.httpFound {
 		res.l7 = append(res.l7, k)
 	}
 	slices.Sort(res.l7)
-
-	// What happens to HTTP attributes depends on the action: an ALLOW rule is dropped whole
-	// (never matches), a DENY rule keeps its L4 parts. The status text says "more restrictive"
-	// in both cases; for DENY that is not always true, so each rule is judged here.
 	if len(res.l7) > 0 {
 		attrs := strings.Join(res.l7, ", ")
-		if action == ActionAllow {
-			res.findings = append(res.findings, finding{id: diag.HTTPFieldsInAllow, field: rp,
+		if rc.action == ActionAllow {
+			res.findings = append(res.findings, finding{id: diag.HTTPFieldsInAllow, field: rc.rp,
 				message: fmt.Sprintf("rule dropped: it uses HTTP attributes (%s) that ztunnel cannot enforce, so the connections it would allow are denied here", attrs),
 				fix:     "move the HTTP conditions to a waypoint policy (targetRefs), keeping only L4 fields in this rule"})
 			return res // ALLOW: the whole rule is dropped
 		}
 		msg := fmt.Sprintf("HTTP attributes (%s) are stripped at ztunnel", attrs)
-		switch {
-		case !groupCanFire(gb):
+		switch lost, stripped := rc.lostEntries, rc.strippedEntries; {
+		case !groupCanFire(rc.gb):
 			msg += ": a clause is left with only empty matches, so this rule can never fire (no-op)"
-		case len(lostEntries) > 0 && len(strippedEntries) > 0:
+		case len(lost) > 0 && len(stripped) > 0:
 			msg += fmt.Sprintf(": %s lost its alternative (weaker than written) and %s now fires on L4 fields alone (broader than written)",
-				strings.Join(lostEntries, ", "), strings.Join(strippedEntries, ", "))
-		case len(lostEntries) > 0:
+				strings.Join(lost, ", "), strings.Join(stripped, ", "))
+		case len(lost) > 0:
 			msg += fmt.Sprintf(": the alternative %s became an empty match and is lost, so this rule denies less than written",
-				strings.Join(lostEntries, ", "))
-		case len(strippedEntries) > 0:
+				strings.Join(lost, ", "))
+		case len(stripped) > 0:
 			msg += fmt.Sprintf(": %s now fires on its L4 fields alone, so this rule denies more than written",
-				strings.Join(strippedEntries, ", "))
+				strings.Join(stripped, ", "))
 		}
-		res.findings = append(res.findings, finding{id: diag.HTTPFieldsInDeny, field: rp, message: msg,
+		res.findings = append(res.findings, finding{id: diag.HTTPFieldsInDeny, field: rc.rp, message: msg,
 			fix: "enforce HTTP conditions on a waypoint policy (targetRefs)"})
-	} else if !groupCanFire(gb) {
+	} else if !groupCanFire(rc.gb) {
 		verb := "match"
-		if action == ActionDeny {
+		if rc.action == ActionDeny {
 			verb = "fire"
 		}
-		res.findings = append(res.findings, finding{id: diag.RuleNeverMatches, field: rp,
+		res.findings = append(res.findings, finding{id: diag.RuleNeverMatches, field: rc.rp,
 			message: fmt.Sprintf("rule can never %s at ztunnel: a clause has only empty matches after unsupported values were dropped", verb),
 			fix:     "write numeric ports and valid IPs, or remove the rule"})
 	}
-	res.group = gb
+	res.group = rc.gb
 	return res
 }
 
