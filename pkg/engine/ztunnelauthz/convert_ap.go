@@ -104,76 +104,24 @@ func convertAuthorizationPolicy(snap *model.Snapshot, rootNamespace string, obj 
 	pol := &obj.Spec
 	o := originOf{snap: snap, layer: provenance.LayerAuthorizationPolicy, key: apKey(obj)}
 
-	// 1. Dry-run annotation: strconv.ParseBool; a parse error is only logged (policy enforced).
-	if val := obj.Annotations[dryRunAnnotation]; val != "" {
-		b, err := strconv.ParseBool(val)
-		if err != nil {
-			c.findings = append(c.findings, finding{id: diag.DryRun,
-				field:   "metadata.annotations[" + dryRunAnnotation + "]",
-				message: fmt.Sprintf("value %q is not a boolean, so istiod enforces the policy (not dry-run)", val),
-				fix:     `write "true" or "false"`})
-		}
-		c.dryRun = b
-	}
-	if c.dryRun {
-		c.status = &Status{Type: ConditionZtunnelAccepted, Status: false, Reason: "UnsupportedValue",
-			Message: fmt.Sprintf(dryRunFmt, obj.Namespace, obj.Name)}
-		c.findings = append(c.findings, finding{id: diag.DryRun,
-			field:   "metadata.annotations[" + dryRunAnnotation + "]",
-			message: "dry-run policy is not sent to ztunnel at all (AMBIENT_ENABLE_DRY_RUN_AUTHORIZATION_POLICY is off by default), so it is neither enforced nor logged",
-			fix:     "remove the annotation to enforce it, or enable AMBIENT_ENABLE_DRY_RUN_AUTHORIZATION_POLICY on istiod"})
+	// 1. A dry-run policy is not sent.
+	if c.dryRunSkips(obj) {
 		return c
 	}
-
 	// 2. targetRef(s): a waypoint policy; no ztunnel Authorization and no ztunnel condition.
 	if refs := targetRefsOf(pol); len(refs) > 0 {
 		c.targetRefs = refs
 		return c
 	}
-
-	// 3. Scope.
+	// 3. Scope, 4. action.
 	a := &Authorization{Name: obj.Name, Namespace: obj.Namespace}
-	rec := provenance.NewRecorder()
 	var scopeOrigin provenance.Origin
-	switch {
-	case pol.GetSelector() != nil:
-		a.Scope = ScopeWorkloadSelector
-		scopeOrigin = o.at("spec.selector", "a selector, even an empty one, gives WORKLOAD_SELECTOR")
-		if len(pol.GetSelector().GetMatchLabels()) == 0 {
-			c.findings = append(c.findings, finding{id: diag.EmptySelector,
-				field:   "spec.selector",
-				message: "empty selector: the policy is WORKLOAD_SELECTOR-scoped but no workload lists it (an empty label map reads back as nil), so it has no effect",
-				fix:     "remove spec.selector to apply the policy to the whole namespace, or add matchLabels"})
-		}
-	case rootNamespace == obj.Namespace:
-		a.Scope = ScopeGlobal
-		scopeOrigin = o.at("metadata.namespace", "no selector in the root namespace: applies mesh-wide")
-	default:
-		a.Scope = ScopeNamespace
-		scopeOrigin = o.at("metadata.namespace", "no selector: applies to the whole namespace")
-	}
-
-	// 4. Action.
-	boilerplate := httpAllowRuleBoilerplate
-	switch pol.Action {
-	case v1beta1.AuthorizationPolicy_ALLOW:
-		a.Action = ActionAllow
-	case v1beta1.AuthorizationPolicy_DENY:
-		a.Action = ActionDeny
-		boilerplate = httpDenyRuleBoilerplate
-	default:
-		c.status = &Status{Type: ConditionZtunnelAccepted, Status: false, Reason: "UnsupportedValue",
-			Message: fmt.Sprintf(unsupportedFmt, pol.Action)}
-		fix := "attach the policy to a waypoint with targetRefs, or use ALLOW or DENY"
-		if pol.Action != v1beta1.AuthorizationPolicy_AUDIT && pol.Action != v1beta1.AuthorizationPolicy_CUSTOM {
-			fix = "use ALLOW or DENY"
-		}
-		c.findings = append(c.findings, finding{id: diag.UnsupportedAction, field: "spec.action",
-			message: fmt.Sprintf("action %s is not supported by ztunnel: the policy is not sent and has no effect on this workload", pol.Action),
-			fix:     fix})
+	a.Scope, scopeOrigin = c.scope(pol, rootNamespace, obj.Namespace, o)
+	var ok bool
+	if a.Action, ok = c.action(pol); !ok {
 		return c
 	}
-
+	rec := provenance.NewRecorder()
 	rec.Set("name", a.Name, o.at("metadata.name", ""))
 	if a.Namespace != "" {
 		rec.Set("namespace", a.Namespace, o.at("metadata.namespace", ""))
@@ -184,26 +132,13 @@ func convertAuthorizationPolicy(snap *model.Snapshot, rootNamespace string, obj 
 	} else {
 		rec.Set("action", a.Action.String(), o.at("spec.action", ""))
 	}
-
 	if a.Action == ActionDeny && len(pol.Rules) == 0 {
 		c.findings = append(c.findings, finding{id: diag.InvalidRule, field: "spec.rules",
 			message: "DENY policy without rules is rejected by Istio validation; istiod still converts it and it never fires",
 			fix:     "add rules, or delete the policy"})
 	}
-
 	// 5. One group per kept rule, in spec order.
-	l7 := map[string]bool{}
-	var groups []*groupBuilder
-	for i, rule := range pol.Rules {
-		hr := handleRule(a.Action, rule, obj.Namespace, i, o)
-		c.findings = append(c.findings, hr.findings...)
-		for _, k := range hr.l7 {
-			l7[k] = true
-		}
-		if hr.group != nil {
-			groups = append(groups, hr.group)
-		}
-	}
+	groups, l7 := c.rules(a.Action, pol.Rules, obj.Namespace, o)
 	a.Groups = build(groups, rec)
 	if a.Action == ActionAllow && len(a.Groups) == 0 {
 		msg := "ALLOW policy has no rules: wherever it applies, every connection is denied (allow-nothing)"
@@ -215,18 +150,106 @@ func convertAuthorizationPolicy(snap *model.Snapshot, rootNamespace string, obj 
 	}
 	c.auth = a
 	c.rec = rec
+	// 6. The ZtunnelAccepted condition.
 	if len(l7) > 0 {
-		found := make([]string, 0, len(l7))
-		for k := range l7 {
-			found = append(found, k)
+		boilerplate := httpAllowRuleBoilerplate
+		if a.Action == ActionDeny {
+			boilerplate = httpDenyRuleBoilerplate
 		}
-		slices.Sort(found)
 		c.status = &Status{Type: ConditionZtunnelAccepted, Status: true, Reason: "UnsupportedValue",
-			Message: fmt.Sprintf(httpRuleFmt, strings.Join(found, ", "), boilerplate)}
+			Message: fmt.Sprintf(httpRuleFmt, strings.Join(l7, ", "), boilerplate)}
 	} else {
 		c.status = &Status{Type: ConditionZtunnelAccepted, Status: true, Reason: "Accepted", Message: attachedMessage}
 	}
 	return c
+}
+
+// dryRunSkips reads the dry-run annotation (strconv.ParseBool; a parse error is only logged and
+// the policy enforced) and reports whether the policy is left out of what ztunnel gets.
+func (c *apConversion) dryRunSkips(obj *securityv1.AuthorizationPolicy) bool {
+	if val := obj.Annotations[dryRunAnnotation]; val != "" {
+		b, err := strconv.ParseBool(val)
+		if err != nil {
+			c.findings = append(c.findings, finding{id: diag.DryRun,
+				field:   "metadata.annotations[" + dryRunAnnotation + "]",
+				message: fmt.Sprintf("value %q is not a boolean, so istiod enforces the policy (not dry-run)", val),
+				fix:     `write "true" or "false"`})
+		}
+		c.dryRun = b
+	}
+	if !c.dryRun {
+		return false
+	}
+	c.status = &Status{Type: ConditionZtunnelAccepted, Status: false, Reason: "UnsupportedValue",
+		Message: fmt.Sprintf(dryRunFmt, obj.Namespace, obj.Name)}
+	c.findings = append(c.findings, finding{id: diag.DryRun,
+		field:   "metadata.annotations[" + dryRunAnnotation + "]",
+		message: "dry-run policy is not sent to ztunnel at all (AMBIENT_ENABLE_DRY_RUN_AUTHORIZATION_POLICY is off by default), so it is neither enforced nor logged",
+		fix:     "remove the annotation to enforce it, or enable AMBIENT_ENABLE_DRY_RUN_AUTHORIZATION_POLICY on istiod"})
+	return true
+}
+
+// scope is the policy's scope and where it comes from: a selector (even an empty one) gives
+// WORKLOAD_SELECTOR, no selector in the root namespace GLOBAL, otherwise NAMESPACE.
+func (c *apConversion) scope(pol *v1beta1.AuthorizationPolicy, rootNamespace, ns string, o originOf) (Scope, provenance.Origin) {
+	switch {
+	case pol.GetSelector() != nil:
+		if len(pol.GetSelector().GetMatchLabels()) == 0 {
+			c.findings = append(c.findings, finding{id: diag.EmptySelector,
+				field:   "spec.selector",
+				message: "empty selector: the policy is WORKLOAD_SELECTOR-scoped but no workload lists it (an empty label map reads back as nil), so it has no effect",
+				fix:     "remove spec.selector to apply the policy to the whole namespace, or add matchLabels"})
+		}
+		return ScopeWorkloadSelector, o.at("spec.selector", "a selector, even an empty one, gives WORKLOAD_SELECTOR")
+	case rootNamespace == ns:
+		return ScopeGlobal, o.at("metadata.namespace", "no selector in the root namespace: applies mesh-wide")
+	default:
+		return ScopeNamespace, o.at("metadata.namespace", "no selector: applies to the whole namespace")
+	}
+}
+
+// action is the ztunnel action; AUDIT and CUSTOM (and anything else) are not sent, and ok is
+// false with the condition and finding recorded.
+func (c *apConversion) action(pol *v1beta1.AuthorizationPolicy) (a Action, ok bool) {
+	switch pol.Action {
+	case v1beta1.AuthorizationPolicy_ALLOW:
+		return ActionAllow, true
+	case v1beta1.AuthorizationPolicy_DENY:
+		return ActionDeny, true
+	}
+	c.status = &Status{Type: ConditionZtunnelAccepted, Status: false, Reason: "UnsupportedValue",
+		Message: fmt.Sprintf(unsupportedFmt, pol.Action)}
+	fix := "attach the policy to a waypoint with targetRefs, or use ALLOW or DENY"
+	if pol.Action != v1beta1.AuthorizationPolicy_AUDIT && pol.Action != v1beta1.AuthorizationPolicy_CUSTOM {
+		fix = "use ALLOW or DENY"
+	}
+	c.findings = append(c.findings, finding{id: diag.UnsupportedAction, field: "spec.action",
+		message: fmt.Sprintf("action %s is not supported by ztunnel: the policy is not sent and has no effect on this workload", pol.Action),
+		fix:     fix})
+	return a, false
+}
+
+// rules converts every rule, keeping the groups of the rules that survive and the sorted HTTP
+// attributes found in any of them.
+func (c *apConversion) rules(action Action, rules []*v1beta1.Rule, ns string, o originOf) ([]*groupBuilder, []string) {
+	l7 := map[string]bool{}
+	var groups []*groupBuilder
+	for i, rule := range rules {
+		hr := handleRule(action, rule, ns, i, o)
+		c.findings = append(c.findings, hr.findings...)
+		for _, k := range hr.l7 {
+			l7[k] = true
+		}
+		if hr.group != nil {
+			groups = append(groups, hr.group)
+		}
+	}
+	found := make([]string, 0, len(l7))
+	for k := range l7 {
+		found = append(found, k)
+	}
+	slices.Sort(found)
+	return groups, found
 }
 
 type ruleResult struct {
