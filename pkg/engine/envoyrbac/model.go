@@ -274,7 +274,7 @@ func (m *ruleModel) generate(forTCP, useAuthenticated bool, action rbacpb.RBAC_A
 	for _, rl := range m.permissions {
 		var and []*rbacpb.Permission
 		for _, r := range rl.rules {
-			ps, err := r.permission(m.ns, forTCP, action, t)
+			ps, err := r.permission(forTCP, action, t)
 			if err != nil {
 				return nil, err
 			}
@@ -318,61 +318,43 @@ func (r *rule) drop(t *tracer, field, value string, err error) {
 	t.dropped = append(t.dropped, Dropped{Field: field, Value: value, Reason: err.Error()})
 }
 
-func (r *rule) permission(ns string, forTCP bool, action rbacpb.RBAC_Action, t *tracer) ([]*rbacpb.Permission, error) {
-	var out []*rbacpb.Permission
-	for _, neg := range []bool{false, true} {
-		values, idx, field := r.values, r.vidx, r.field
-		if neg {
-			values, idx, field = r.notValues, r.nvidx, r.notField
-		}
-		if len(values) == 0 {
-			continue
-		}
-		if r.g.extended() {
-			p, err := extendedPermission(r.g, r.key, values, forTCP)
-			if err != nil {
-				r.drop(t, field, strings.Join(values, ", "), err)
-				if err := checkError(action, err); err != nil {
-					return nil, &fieldError{field: field, err: err}
-				}
-			}
-			if p != nil {
-				t.perm[p] = leaf{field: field, value: strings.Join(values, ", ")}
-				if neg {
-					p = &rbacpb.Permission{Rule: &rbacpb.Permission_NotRule{NotRule: p}}
-				}
-				out = append(out, p)
-			}
-			continue
-		}
-		var or []*rbacpb.Permission
-		for i, v := range values {
-			f := fmt.Sprintf("%s[%d]", field, idx[i])
-			p, err := permission(r.g, r.key, v, forTCP)
-			if err != nil {
-				r.drop(t, f, v, err)
-				if err := checkError(action, err); err != nil {
-					return nil, &fieldError{field: f, err: err}
-				}
-			}
-			if p != nil {
-				t.perm[p] = leaf{field: f, value: v}
-				or = append(or, p)
-			}
-		}
-		if len(or) > 0 {
-			p := &rbacpb.Permission{Rule: &rbacpb.Permission_OrRules{OrRules: &rbacpb.Permission_Set{Rules: or}}}
-			if neg {
-				p = &rbacpb.Permission{Rule: &rbacpb.Permission_NotRule{NotRule: p}}
-			}
-			out = append(out, p)
-		}
-	}
-	return out, nil
+func (r *rule) permission(forTCP bool, action rbacpb.RBAC_Action, t *tracer) ([]*rbacpb.Permission, error) {
+	return conditions(r, action, t, t.perm,
+		func(values []string) (*rbacpb.Permission, error) {
+			return extendedPermission(r.g, r.key, values, forTCP)
+		},
+		func(v string) (*rbacpb.Permission, error) { return permission(r.g, r.key, v, forTCP) },
+		func(or []*rbacpb.Permission) *rbacpb.Permission {
+			return &rbacpb.Permission{Rule: &rbacpb.Permission_OrRules{OrRules: &rbacpb.Permission_Set{Rules: or}}}
+		},
+		func(p *rbacpb.Permission) *rbacpb.Permission {
+			return &rbacpb.Permission{Rule: &rbacpb.Permission_NotRule{NotRule: p}}
+		})
 }
 
 func (r *rule) principal(ns string, forTCP, useAuthenticated bool, action rbacpb.RBAC_Action, t *tracer) ([]*rbacpb.Principal, error) {
-	var out []*rbacpb.Principal
+	return conditions(r, action, t, t.prin,
+		func(values []string) (*rbacpb.Principal, error) { return extendedPrincipal(r.g, r.key, values, forTCP) },
+		func(v string) (*rbacpb.Principal, error) {
+			return principal(r.g, ns, r.key, v, forTCP, useAuthenticated)
+		},
+		func(or []*rbacpb.Principal) *rbacpb.Principal {
+			return &rbacpb.Principal{Identifier: &rbacpb.Principal_OrIds{OrIds: &rbacpb.Principal_Set{Ids: or}}}
+		},
+		func(p *rbacpb.Principal) *rbacpb.Principal {
+			return &rbacpb.Principal{Identifier: &rbacpb.Principal_NotId{NotId: p}}
+		})
+}
+
+// conditions is what rule.permission and rule.principal share (model.go permission and
+// principal in Istio): the values, then the notValues wrapped in a NOT; an extended generator
+// turns all values into one condition, any other an OR of one per value. A value the generator
+// refuses is dropped and, in an ALLOW policy, drops the whole rule (checkError). Every
+// condition made is traced to its field in traces.
+func conditions[T comparable](r *rule, action rbacpb.RBAC_Action, t *tracer, traces map[T]leaf,
+	extended func([]string) (T, error), single func(string) (T, error), or func([]T) T, not func(T) T) ([]T, error) {
+	var out []T
+	var none T
 	for _, neg := range []bool{false, true} {
 		values, idx, field := r.values, r.vidx, r.field
 		if neg {
@@ -382,41 +364,41 @@ func (r *rule) principal(ns string, forTCP, useAuthenticated bool, action rbacpb
 			continue
 		}
 		if r.g.extended() {
-			p, err := extendedPrincipal(r.g, r.key, values, forTCP)
+			p, err := extended(values)
 			if err != nil {
 				r.drop(t, field, strings.Join(values, ", "), err)
 				if err := checkError(action, err); err != nil {
 					return nil, &fieldError{field: field, err: err}
 				}
 			}
-			if p != nil {
-				t.prin[p] = leaf{field: field, value: strings.Join(values, ", ")}
+			if p != none {
+				traces[p] = leaf{field: field, value: strings.Join(values, ", ")}
 				if neg {
-					p = &rbacpb.Principal{Identifier: &rbacpb.Principal_NotId{NotId: p}}
+					p = not(p)
 				}
 				out = append(out, p)
 			}
 			continue
 		}
-		var or []*rbacpb.Principal
+		var alternatives []T
 		for i, v := range values {
 			f := fmt.Sprintf("%s[%d]", field, idx[i])
-			p, err := principal(r.g, ns, r.key, v, forTCP, useAuthenticated)
+			p, err := single(v)
 			if err != nil {
 				r.drop(t, f, v, err)
 				if err := checkError(action, err); err != nil {
 					return nil, &fieldError{field: f, err: err}
 				}
 			}
-			if p != nil {
-				t.prin[p] = leaf{field: f, value: v}
-				or = append(or, p)
+			if p != none {
+				traces[p] = leaf{field: f, value: v}
+				alternatives = append(alternatives, p)
 			}
 		}
-		if len(or) > 0 {
-			p := &rbacpb.Principal{Identifier: &rbacpb.Principal_OrIds{OrIds: &rbacpb.Principal_Set{Ids: or}}}
+		if len(alternatives) > 0 {
+			p := or(alternatives)
 			if neg {
-				p = &rbacpb.Principal{Identifier: &rbacpb.Principal_NotId{NotId: p}}
+				p = not(p)
 			}
 			out = append(out, p)
 		}
