@@ -7,6 +7,7 @@
 package model
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -66,6 +67,33 @@ type LoadIssue struct {
 	Message string
 	// Incomplete names the kinds that could not be read (for "mTLS inference is incomplete").
 	Incomplete []string
+}
+
+// AffectsPod reports whether the issue matters to a workload answer in namespace ns: issues about
+// no object, and issues about an object of one of kinds in ns, in root (the mesh root namespace)
+// or cluster-scoped.
+func (is LoadIssue) AffectsPod(kinds []string, ns, root string) bool {
+	if is.Resource == nil {
+		return true
+	}
+	if !slices.Contains(kinds, is.Resource.Kind) {
+		return false
+	}
+	n := is.Resource.Namespace
+	return n == "" || n == ns || n == root
+}
+
+// Describe is the issue as a diagnostic message: `field: message (file:line:col)`, each part
+// when known (the object is named in the diagnostic's resources).
+func (is LoadIssue) Describe() string {
+	msg := is.Message
+	if is.Field != "" {
+		msg = is.Field + ": " + msg
+	}
+	if is.Position != nil {
+		msg += " (" + is.Position.String() + ")"
+	}
+	return msg
 }
 
 // String spells a load issue as the command prints it: `file:line:col: Kind ns/name: field:

@@ -288,28 +288,14 @@ func joinPorts(ps []uint32) string {
 func (e *explanation) loadDiagnostics() []explain.Diagnostic {
 	var out []explain.Diagnostic
 	for _, is := range e.snap.Issues {
-		if is.Resource != nil {
-			switch is.Resource.Kind {
-			case "AuthorizationPolicy", "PeerAuthentication", "Pod", "Namespace", "Service", "Deployment":
-			default:
-				continue
-			}
-			if is.Resource.Namespace != "" && is.Resource.Namespace != e.pod.Namespace && is.Resource.Namespace != e.root {
-				continue
-			}
+		if !is.AffectsPod(podAnswerKinds, e.pod.Namespace, e.root) {
+			continue
 		}
 		sev := explain.SeverityWarning
 		if is.Severity == string(explain.SeverityError) {
 			sev = explain.SeverityError
 		}
-		msg := is.Message
-		if is.Field != "" {
-			msg = is.Field + ": " + msg
-		}
-		if is.Position != nil {
-			msg += " (" + is.Position.String() + ")"
-		}
-		d := finding{id: diagLoad, sev: sev, msg: msg, fix: "fix the object; everything else is explained without it"}.d()
+		d := finding{id: diagLoad, sev: sev, msg: is.Describe(), fix: "fix the object; everything else is explained without it"}.d()
 		if is.Resource != nil {
 			d.Resources = []provenance.Ref{*is.Resource}
 		}
@@ -317,6 +303,9 @@ func (e *explanation) loadDiagnostics() []explain.Diagnostic {
 	}
 	return out
 }
+
+// podAnswerKinds are the kinds whose load problems can change this answer.
+var podAnswerKinds = []string{"AuthorizationPolicy", "PeerAuthentication", "Pod", "Namespace", "Service", "Deployment"}
 
 // sortDiagnostics orders by severity, ID, then message, dropping exact duplicates.
 func sortDiagnostics(ds []explain.Diagnostic) []explain.Diagnostic {

@@ -479,30 +479,14 @@ func (w *workload) policyDiagnostics() []explain.Diagnostic {
 func (w *workload) loadDiagnostics() []explain.Diagnostic {
 	var out []explain.Diagnostic
 	for _, is := range w.snap.Issues {
-		if is.Resource != nil {
-			switch is.Resource.Kind {
-			case "AuthorizationPolicy", "PeerAuthentication", "Pod", "Namespace", "Service", "Deployment":
-			default:
-				continue
-			}
-			if is.Resource.Namespace != "" && is.Resource.Namespace != w.pod.Namespace && is.Resource.Namespace != w.pool.root {
-				continue
-			}
+		if !is.AffectsPod(podAnswerKinds, w.pod.Namespace, w.pool.root) {
+			continue
 		}
 		sev := explain.SeverityWarning
 		if is.Severity == string(explain.SeverityError) {
 			sev = explain.SeverityError
 		}
-		msg := is.Message
-		if is.Field != "" {
-			msg = is.Field + ": " + msg
-		}
-		if is.Position != nil {
-			msg += " (" + is.Position.String() + ")"
-		}
-		d := diag.LoadIssue.At(sev,
-			msg,
-			"fix the object; everything else is explained without it")
+		d := diag.LoadIssue.At(sev, is.Describe(), "fix the object; everything else is explained without it")
 		if is.Resource != nil {
 			d.Resources = []provenance.Ref{*is.Resource}
 		}
@@ -510,3 +494,6 @@ func (w *workload) loadDiagnostics() []explain.Diagnostic {
 	}
 	return out
 }
+
+// podAnswerKinds are the kinds whose load problems can change this answer.
+var podAnswerKinds = []string{"AuthorizationPolicy", "PeerAuthentication", "Pod", "Namespace", "Service", "Deployment"}
