@@ -13,6 +13,7 @@ import (
 	cluster "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/anypb"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	corev1 "k8s.io/api/core/v1"
 
@@ -194,43 +195,17 @@ func CDS(sc *Scenario) ([]*cluster.Cluster, error) {
 		return nil, err
 	}
 	host := sc.ResolveHost(sc.Args.Target, sc.Args.Namespace)
-	var all []*cluster.Cluster
-	var panicked *PanicError
-	err = test.Wrap(func(t test.Failer) {
-		s := xds.NewFakeDiscoveryServer(t, xds.FakeOptions{
-			KubernetesObjects: sc.Kube,
-			Configs:           sc.Configs,
-			MeshConfig:        sc.Mesh,
-		})
-		// istiod's CDS generation runs in the ADS stream's goroutine, where a panic would end
-		// the process; catch it there and report it.
-		guard := &panicGuard{XdsResourceGenerator: s.Discovery.Generators[v3.ClusterType], what: "clusters", panics: make(chan *PanicError, 1)}
-		s.Discovery.Generators[v3.ClusterType] = guard
-		ads := s.ConnectADS().WithID(proxy.ID).WithMetadata(proxy.Metadata).WithTimeout(30 * time.Second)
-		ads.Request(t, &discovery.DiscoveryRequest{TypeUrl: v3.ClusterType})
-		var resp *discovery.DiscoveryResponse
-		if err := test.Wrap(func(t test.Failer) { resp = ads.ExpectResponse(t) }); err != nil {
-			select {
-			case p := <-guard.panics:
-				panicked = p
-				t.Fatal(p)
-			default:
-				t.Fatal(err)
-			}
-		}
-		for _, r := range resp.Resources {
-			c := &cluster.Cluster{}
-			if err := r.UnmarshalTo(c); err != nil {
-				t.Fatal(err)
-			}
-			all = append(all, c)
-		}
-	})
-	if panicked != nil {
-		return nil, panicked
-	}
+	resources, err := sc.Push(proxy, v3.ClusterType, "clusters")
 	if err != nil {
 		return nil, err
+	}
+	var all []*cluster.Cluster
+	for _, r := range resources {
+		c := &cluster.Cluster{}
+		if err := r.UnmarshalTo(c); err != nil {
+			return nil, err
+		}
+		all = append(all, c)
 	}
 	var out []*cluster.Cluster
 	for _, c := range all {
@@ -326,4 +301,39 @@ func RunCDS(sc *Scenario) ([]byte, error) {
 		return nil, err
 	}
 	return EnvoyJSON(cs)
+}
+
+// Push runs istiod in process on the scenario, connects proxy over ADS, requests typeURL and
+// returns the resources of the first response. istiod's generators run in the ADS stream's
+// goroutine, where a panic would end the process: Push catches it there and returns it as a
+// *PanicError (what names the resources in its message).
+func (sc *Scenario) Push(proxy *ClientProxy, typeURL, what string) ([]*anypb.Any, error) {
+	var resources []*anypb.Any
+	var panicked *PanicError
+	err := test.Wrap(func(t test.Failer) {
+		s := xds.NewFakeDiscoveryServer(t, xds.FakeOptions{
+			KubernetesObjects: sc.Kube,
+			Configs:           sc.Configs,
+			MeshConfig:        sc.Mesh,
+		})
+		guard := &panicGuard{XdsResourceGenerator: s.Discovery.Generators[typeURL], what: what, panics: make(chan *PanicError, 1)}
+		s.Discovery.Generators[typeURL] = guard
+		ads := s.ConnectADS().WithID(proxy.ID).WithMetadata(proxy.Metadata).WithTimeout(30 * time.Second)
+		ads.Request(t, &discovery.DiscoveryRequest{TypeUrl: typeURL})
+		var resp *discovery.DiscoveryResponse
+		if err := test.Wrap(func(t test.Failer) { resp = ads.ExpectResponse(t) }); err != nil {
+			select {
+			case p := <-guard.panics:
+				panicked = p
+				t.Fatal(p)
+			default:
+				t.Fatal(err)
+			}
+		}
+		resources = resp.Resources
+	})
+	if panicked != nil {
+		return nil, panicked
+	}
+	return resources, err
 }

@@ -5,17 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"time"
 
 	listener "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
-	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"istio.io/istio/pilot/pkg/model"
 	v3 "istio.io/istio/pilot/pkg/xds/v3"
-	"istio.io/istio/pilot/test/xds"
-	"istio.io/istio/pkg/test"
 )
 
 // authzNetworkFilters and authzHTTPFilters are the filters `-o envoy` keeps of a sidecar's
@@ -49,45 +45,19 @@ func Inbound(sc *Scenario) ([]*listener.FilterChain, error) {
 		return nil, fmt.Errorf("pod %s/%s has no status.podIP", pod.Namespace, pod.Name)
 	}
 	proxy := sc.PodProxy(pod)
-	var vi *listener.Listener
-	var panicked *PanicError
-	err = test.Wrap(func(t test.Failer) {
-		s := xds.NewFakeDiscoveryServer(t, xds.FakeOptions{
-			KubernetesObjects: sc.Kube,
-			Configs:           sc.Configs,
-			MeshConfig:        sc.Mesh,
-		})
-		// istiod's LDS generation runs in the ADS stream's goroutine, where a panic would end
-		// the process; catch it there and report it.
-		guard := &panicGuard{XdsResourceGenerator: s.Discovery.Generators[v3.ListenerType], what: "listeners", panics: make(chan *PanicError, 1)}
-		s.Discovery.Generators[v3.ListenerType] = guard
-		ads := s.ConnectADS().WithID(proxy.ID).WithMetadata(proxy.Metadata).WithTimeout(30 * time.Second)
-		ads.Request(t, &discovery.DiscoveryRequest{TypeUrl: v3.ListenerType})
-		var resp *discovery.DiscoveryResponse
-		if err := test.Wrap(func(t test.Failer) { resp = ads.ExpectResponse(t) }); err != nil {
-			select {
-			case p := <-guard.panics:
-				panicked = p
-				t.Fatal(p)
-			default:
-				t.Fatal(err)
-			}
-		}
-		for _, r := range resp.Resources {
-			l := &listener.Listener{}
-			if err := r.UnmarshalTo(l); err != nil {
-				t.Fatal(err)
-			}
-			if l.Name == model.VirtualInboundListenerName {
-				vi = l
-			}
-		}
-	})
-	if panicked != nil {
-		return nil, panicked
-	}
+	resources, err := sc.Push(proxy, v3.ListenerType, "listeners")
 	if err != nil {
 		return nil, err
+	}
+	var vi *listener.Listener
+	for _, r := range resources {
+		l := &listener.Listener{}
+		if err := r.UnmarshalTo(l); err != nil {
+			return nil, err
+		}
+		if l.Name == model.VirtualInboundListenerName {
+			vi = l
+		}
 	}
 	if vi == nil {
 		return nil, fmt.Errorf("istiod sent pod %s/%s no %s listener", pod.Namespace, pod.Name, model.VirtualInboundListenerName)
