@@ -198,26 +198,32 @@ func genRule(g *g, action string) map[string]any {
 		rule["to"] = tos
 	}
 	if g.chance(0.35) {
-		var whens []any
-		for k := 0; k < g.between(1, 2); k++ {
-			keys := whenKeys
-			if action == "CUSTOM" {
-				keys = customWhenKeys
-			}
-			key := pick(g, keys...)
-			cond := map[string]any{"key": key}
-			vals := conditionValues(key)
-			if g.chance(0.7) {
-				cond["values"] = anyList(some(g, 1, 2, vals...))
-			}
-			if _, ok := cond["values"]; !ok || g.chance(0.3) {
-				cond["notValues"] = anyList(some(g, 1, 1, vals...))
-			}
-			whens = append(whens, cond)
-		}
-		rule["when"] = whens
+		rule["when"] = whenConditions(g, action, whenKeys, customWhenKeys, conditionValues)
 	}
 	return rule
+}
+
+// whenConditions is a rule's `when`: one or two conditions on keys (customKeys for a CUSTOM
+// rule), each with values, notValues or both, taken from valuesOf(key).
+func whenConditions(g *g, action string, keys, customKeys []string, valuesOf func(string) []string) []any {
+	var whens []any
+	for k := 0; k < g.between(1, 2); k++ {
+		ks := keys
+		if action == "CUSTOM" {
+			ks = customKeys
+		}
+		key := pick(g, ks...)
+		cond := map[string]any{"key": key}
+		vals := valuesOf(key)
+		if g.chance(0.7) {
+			cond["values"] = anyList(some(g, 1, 2, vals...))
+		}
+		if _, ok := cond["values"]; !ok || g.chance(0.3) {
+			cond["notValues"] = anyList(some(g, 1, 1, vals...))
+		}
+		whens = append(whens, cond)
+	}
+	return whens
 }
 
 func sourceValues(g *g, field string) []string {

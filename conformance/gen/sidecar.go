@@ -348,24 +348,7 @@ func genSidecarRule(g *g, action string) map[string]any {
 		rule["to"] = tos
 	}
 	if g.chance(0.35) {
-		var whens []any
-		for k := 0; k < g.between(1, 2); k++ {
-			keys := sidecarWhenKeys
-			if action == "CUSTOM" {
-				keys = sidecarCustomWhenKeys
-			}
-			key := pick(g, keys...)
-			cond := map[string]any{"key": key}
-			vals := sidecarConditionValues(key)
-			if g.chance(0.7) {
-				cond["values"] = anyList(some(g, 1, 2, vals...))
-			}
-			if _, ok := cond["values"]; !ok || g.chance(0.3) {
-				cond["notValues"] = anyList(some(g, 1, 1, vals...))
-			}
-			whens = append(whens, cond)
-		}
-		rule["when"] = whens
+		rule["when"] = whenConditions(g, action, sidecarWhenKeys, sidecarCustomWhenKeys, sidecarConditionValues)
 	}
 	return rule
 }
