@@ -10,7 +10,7 @@ go build -o "$bin" ./cmd/kubectl-mesh_explain
 sample() { # marker command...
   local marker="$1"; shift
   local out
-  out="$(cd testdata/examples && NO_COLOR=1 "$bin" "$@" 2>&1 || true)"
+  out="$(cd testdata/examples && NO_COLOR=1 COLUMNS=120 "$bin" "$@" 2>&1 || true)"
   python3 - "$marker" "kubectl mesh-explain $*" "$out" <<'PY'
 import sys, re
 marker, cmd, out = sys.argv[1], sys.argv[2], sys.argv[3]

@@ -15,6 +15,7 @@ import (
 // folders (testdata/golden/cli/<kind>/<scenario>.<format>.golden). -update rewrites them.
 func TestOutputGoldens(t *testing.T) {
 	t.Chdir(repoRoot(t))
+	t.Setenv("COLUMNS", "") // piped: render.DefaultWidth
 	for _, dir := range []string{
 		"testdata/scenarios/cluster/a10-subsets-eds",
 		"testdata/scenarios/cluster/d03a-dr-hidden-by-exportto",
@@ -41,6 +42,7 @@ func TestOutputGoldens(t *testing.T) {
 // scenario folders: a DENY rule widened on TCP chains, and port-level mTLS.
 func TestSidecarOutputGoldens(t *testing.T) {
 	t.Chdir(repoRoot(t))
+	t.Setenv("COLUMNS", "")
 	for _, dir := range []string{
 		"testdata/scenarios/sidecar/rbac-deny-http-fields-on-tcp",
 		"testdata/scenarios/sidecar/mtls-workload-port-level",

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -133,10 +134,16 @@ func (o *CommonOptions) Namespace() (string, error) {
 func (o *CommonOptions) renderOptions(formats []string) render.Options {
 	mode, _ := render.ParseColorMode(o.Color)
 	tty, width := terminal(o.Out)
+	if !tty {
+		// Piped: COLUMNS, as a shell exports it or a user sets it, else render.DefaultWidth.
+		if c, err := strconv.Atoi(o.Getenv("COLUMNS")); err == nil && c > 0 {
+			width = c
+		}
+	}
 	return render.Options{
 		Color:   mode,
 		TTY:     tty,
-		NoColor: o.Getenv("NO_COLOR") != "",
+		NoColor: o.Getenv("NO_COLOR") != "" || o.Getenv("TERM") == "dumb",
 		Width:   width,
 		Formats: formats,
 	}

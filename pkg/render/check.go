@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"github.com/charmbracelet/lipgloss"
 	"io"
 	"slices"
 	"strings"
@@ -93,18 +94,24 @@ func (p *checkTable) PrintCheck(w io.Writer, r *explain.CheckReport) error {
 		g.findings = append(g.findings, f)
 	}
 	slices.SortStableFunc(groups, func(a, b *group) int { return strings.Compare(a.title, b.title) })
-	blocks = append(blocks, th.Title.Render(summaryLine(r, counts, silenced, p.wide)))
+	width := p.opts.width()
+	blocks = append(blocks, renderLines(th.Title, wrapCell(summaryLine(r, counts, silenced, p.wide), width)))
 	for _, g := range groups {
 		title := g.title
 		if pos := objectPosition(g.findings); pos != "" {
-			title += "  " + pos
+			// The file on a line of its own when both do not fit.
+			if lipgloss.Width(title+"  "+pos) <= width {
+				title += "  " + pos
+			} else {
+				title += "\n" + pos
+			}
 		}
-		blocks = append(blocks, th.Title.Render(title)+"\n"+p.findings(th, r.Scope.Diff, g.findings))
+		blocks = append(blocks, renderLines(th.Title, wrapCell(title, width))+"\n"+p.findings(th, r.Scope.Diff, g.findings))
 	}
 	if len(r.Warnings) > 0 {
 		lines := []string{th.Heading.Render("WARNINGS")}
 		for _, wmsg := range r.Warnings {
-			lines = append(lines, th.Warning.Render("warning: "+wmsg))
+			lines = append(lines, renderLines(th.Warning, wrapCell("warning: "+wmsg, width)))
 		}
 		blocks = append(blocks, strings.Join(lines, "\n"))
 	}

@@ -15,6 +15,9 @@ const columnGap = cellPadding + 1
 // column also keeps a fifth of the table width, so no column becomes a sliver.
 const minColumn = 12
 
+// hardMinColumn is the narrowest a column gets when a table has too many columns for minColumn.
+const hardMinColumn = 4
+
 // cell is one table cell measured once: its width, its newline count, and for wrapping, its
 // lines indexed by split.
 type cell struct {
@@ -330,6 +333,7 @@ func fitColumns(headers []string, rows [][]*cell, width int) []int {
 	for i := range cols {
 		cols[i].index(natural[i])
 	}
+	squeezed := false
 	for total > budget {
 		best, bestCost := -1, 0
 		for i := range widths {
@@ -342,7 +346,16 @@ func fitColumns(headers []string, rows [][]*cell, width int) []int {
 			}
 		}
 		if best < 0 {
-			break
+			if squeezed {
+				break
+			}
+			// Too many columns for the usual floors (or headers too wide): let every column,
+			// header included, wrap down to hardMinColumn.
+			squeezed = true
+			for i := range floor {
+				floor[i] = min(natural[i], hardMinColumn)
+			}
+			continue
 		}
 		widths[best]--
 		total--
@@ -389,6 +402,13 @@ func wrapCell(s string, w int) string {
 	return newCell(s).wrap(w)
 }
 
+// hangingIndent wraps s to fit width after an indent of indent columns, and indents every line
+// after the first by that much (the first follows a label the caller wrote).
+func hangingIndent(s string, indent, width int) string {
+	w := max(width-indent, hardMinColumn)
+	return strings.ReplaceAll(wrapCell(s, w), "\n", "\n"+strings.Repeat(" ", indent))
+}
+
 func isBreakAfter(r rune) bool {
 	switch r {
 	case '.', '/', '|', ',', ']', ')', '=':
@@ -431,8 +451,11 @@ func layoutTable(header CellStyle, headers []string, rows [][]*cell, style func(
 	n := max(len(headers), cols)
 	widths := make([]int, n)
 	size := 0
+	headerLines := 1
 	for j, h := range headers {
-		widths[j] = textWidth(h)
+		w, nl := measure(h)
+		widths[j] = w
+		headerLines = max(headerLines, nl+1)
 	}
 	for _, row := range rows {
 		for j, c := range row {
@@ -468,15 +491,18 @@ func layoutTable(header CellStyle, headers []string, rows [][]*cell, style func(
 		}
 		buf = append(buf, '\n')
 	}
-	for j := range n {
-		h := ""
-		if j < len(headers) {
-			h, _, _ = strings.Cut(headers[j], "\n")
+	hrest := slices.Clone(headers)
+	for range headerLines {
+		for j := range n {
+			h := ""
+			if j < len(hrest) {
+				h, hrest[j], _ = strings.Cut(hrest[j], "\n")
+			}
+			paint(header, h)
+			pad(j, textWidth(h))
 		}
-		paint(header, h)
-		pad(j, textWidth(h))
+		endLine()
 	}
-	endLine()
 	last = cols - 1
 	rest := make([]string, cols)
 	for i, row := range rows {

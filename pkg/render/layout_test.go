@@ -172,6 +172,7 @@ func referenceFitColumns(headers []string, rows [][]string, width int) []int {
 		}
 		return c
 	}
+	squeezed := false
 	for total > budget {
 		best, bestCost := -1, 0
 		for i := range widths {
@@ -184,7 +185,14 @@ func referenceFitColumns(headers []string, rows [][]string, width int) []int {
 			}
 		}
 		if best < 0 {
-			break
+			if squeezed {
+				break
+			}
+			squeezed = true
+			for i := range floor {
+				floor[i] = min(natural[i], hardMinColumn)
+			}
+			continue
 		}
 		widths[best]--
 		total--

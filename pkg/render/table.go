@@ -3,6 +3,7 @@ package render
 import (
 	"io"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -70,7 +71,7 @@ func renderBlocks(jobs []func() string) []string {
 // line. The renderings only read r, so they may run concurrently.
 func (p *tablePrinter) result(th Theme, r *explain.Result) []func() string {
 	block := func(s string) func() string { return func() string { return s } }
-	jobs := []func() string{block(th.Title.Render(subjectLine(r.Subject)))}
+	jobs := []func() string{block(renderLines(th.Title, wrapCell(subjectLine(r.Subject), p.opts.width())))}
 	for _, s := range r.Sections {
 		if s.Wide && !p.wide {
 			continue
@@ -97,7 +98,7 @@ func (p *tablePrinter) result(th Theme, r *explain.Result) []func() string {
 	if len(r.Warnings) > 0 {
 		lines := []string{th.Heading.Render("WARNINGS")}
 		for _, msg := range r.Warnings {
-			lines = append(lines, th.Warning.Render(wrapCell("warning: "+msg, p.opts.width())))
+			lines = append(lines, renderLines(th.Warning, wrapCell("warning: "+msg, p.opts.width())))
 		}
 		jobs = append(jobs, block(strings.Join(lines, "\n")))
 	}
@@ -151,9 +152,15 @@ func firstNonEmpty(ss ...string) string {
 
 // objectHeader is `<Kind> <name>` and the summary lines, aligned.
 func (p *tablePrinter) objectHeader(th Theme, r *explain.Result, o explain.Object) string {
-	title := th.Title.Render(shortKind(o.Kind) + " " + o.Name)
+	title := renderLines(th.Title, wrapCell(shortKind(o.Kind)+" "+o.Name, p.opts.width()))
 	if o.Missing {
-		title += " " + th.Missing.Render("(missing: istiod does not generate it)")
+		const missing = "(missing: istiod does not generate it)"
+		if lipgloss.Width(shortKind(o.Kind)+" "+o.Name+" "+missing) > p.opts.width() {
+			title += "\n"
+		} else {
+			title += " "
+		}
+		title += th.Missing.Render(missing)
 	}
 	summary := append([]explain.Summary(nil), o.Summary...)
 	if r.Proxy != nil && r.Proxy.Description != "" && !hasSummary(summary, "client proxy") {
@@ -167,7 +174,8 @@ func (p *tablePrinter) objectHeader(th Theme, r *explain.Result, o explain.Objec
 	for _, s := range summary {
 		label := s.Name + ":"
 		pad := strings.Repeat(" ", width-lipgloss.Width(label)+1)
-		lines = append(lines, "  "+th.Label.Render(label)+pad+s.Value)
+		indent := 2 + lipgloss.Width(label) + len(pad)
+		lines = append(lines, "  "+th.Label.Render(label)+pad+hangingIndent(s.Value, indent, p.opts.width()))
 	}
 	return strings.Join(lines, "\n")
 }
@@ -379,6 +387,14 @@ func (th Theme) table(headers []string, rows [][]string, width int, style func(r
 		}
 	}
 	widths := fitColumns(headers, cells, width)
+	if hs := measureCells([][]string{headers}); len(hs) == 1 {
+		headers = slices.Clone(headers)
+		for j, h := range hs[0] {
+			if j < len(widths) && h.width > widths[j] {
+				headers[j] = h.wrap(widths[j])
+			}
+		}
+	}
 	for _, row := range cells {
 		for j, c := range row {
 			if j < len(widths) && c.width > widths[j] {

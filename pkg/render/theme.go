@@ -144,3 +144,16 @@ func (t Theme) Severity(s explain.Severity) CellStyle {
 	}
 	return t.Cell
 }
+
+// renderLines styles each line of text on its own: lipgloss pads a multi-line block to its
+// widest line, which would leave trailing spaces on wrapped titles.
+func renderLines(s lipgloss.Style, text string) string {
+	if !strings.Contains(text, "\n") {
+		return s.Render(text)
+	}
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		lines[i] = s.Render(l)
+	}
+	return strings.Join(lines, "\n")
+}
