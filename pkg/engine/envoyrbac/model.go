@@ -219,20 +219,22 @@ func (e *fieldError) Error() string { return e.field + ": " + e.err.Error() }
 
 // migrateTrustDomain is Model.MigrateTrustDomain: source principals are rewritten to the mesh
 // trust domain and its aliases, trust domains expanded to the aliases.
+//
+// The rules are changed in place, as istiod does: a `when` condition is one rule shared by the
+// principal of every `from` entry (ruleList.copy copies pointers), so a shared source.principal
+// condition is rewritten once per entry. With trust domain aliases and two entries, a
+// `cluster.local/ns/foo/sa/a` condition becomes four principals (the domain and the alias,
+// twice) in each (docs/usage.md, "How a sidecar decides who gets in").
 func (m *ruleModel) migrateTrustDomain(tds []string) {
 	for _, p := range m.principals {
-		for i, r := range p.rules {
+		for _, r := range p.rules {
 			switch r.key {
 			case attrSrcPrincipal:
-				c := *r
-				c.values, c.vidx = replaceTrustDomainAliases(tds, r.values, r.vidx)
-				c.notValues, c.nvidx = replaceTrustDomainAliases(tds, r.notValues, r.nvidx)
-				p.rules[i] = &c
+				r.values, r.vidx = replaceTrustDomainAliases(tds, r.values, r.vidx)
+				r.notValues, r.nvidx = replaceTrustDomainAliases(tds, r.notValues, r.nvidx)
 			case attrSrcTrustDomain:
-				c := *r
-				c.values, c.vidx = expandTrustDomainAliases(tds, r.values, r.vidx)
-				c.notValues, c.nvidx = expandTrustDomainAliases(tds, r.notValues, r.nvidx)
-				p.rules[i] = &c
+				r.values, r.vidx = expandTrustDomainAliases(tds, r.values, r.vidx)
+				r.notValues, r.nvidx = expandTrustDomainAliases(tds, r.notValues, r.nvidx)
 			}
 		}
 	}
