@@ -184,3 +184,30 @@ func TestAuthzListShape(t *testing.T) {
 		t.Errorf("empty selector: %s", r)
 	}
 }
+
+// TestRunExampleLeadsWithDiagnostics pins the start of `make run-example`'s output: after the
+// subject, what is wrong comes first, and fields at defaults are counted, not listed.
+func TestRunExampleLeadsWithDiagnostics(t *testing.T) {
+	t.Chdir(repoRoot(t))
+	t.Setenv("COLUMNS", "")
+	for _, args := range [][]string{
+		{"cluster", "reviews", "-n", "bookinfo", "--from", "pod/productpage-v1", "-f", "testdata/examples/bookinfo"},
+		{"authz", "pod/a", "-n", "foo", "-f", "testdata/examples/ambient"},
+	} {
+		r := runMain(t, "", append(args, "--color", "never")...)
+		if r.code != ExitOK {
+			t.Fatalf("kubectl mesh-explain %s\n%s", strings.Join(args, " "), r)
+		}
+		lines := strings.SplitN(r.stdout, "\n", 5)
+		if len(lines) < 5 || lines[1] != "" || lines[2] != "DIAGNOSTICS" || !strings.HasPrefix(lines[3], "SEVERITY") {
+			t.Errorf("kubectl mesh-explain %s does not lead with its diagnostics:\n%s", strings.Join(args, " "), r.stdout)
+		}
+		if args[0] == "cluster" && !strings.Contains(r.stdout, "more at Istio's or Envoy's defaults: -o wide or --show-defaults lists them") {
+			t.Errorf("the cluster table does not count the fields at defaults:\n%s", r.stdout)
+		}
+		full := runMain(t, "", append(args, "--color", "never", "--show-defaults")...)
+		if strings.Contains(full.stdout, "more at Istio's or Envoy's defaults") || len(full.stdout) <= len(r.stdout) && args[0] == "cluster" {
+			t.Errorf("--show-defaults does not list the fields at defaults:\n%s", full.stdout)
+		}
+	}
+}

@@ -115,6 +115,7 @@ func NewCmdCluster(common *CommonOptions, runF func(context.Context, *ClusterOpt
 		},
 	}
 	fs := cmd.Flags()
+	addShowDefaultsFlag(o.CommonOptions, cmd)
 	fs.StringVarP(&o.Output, "output", "o", o.Output, outputUsage(ClusterFormats))
 	fs.Uint32Var(&o.Port, "port", o.Port, "Explain only this service port (same as HOST:PORT)")
 	fs.StringVar(&o.Subset, "subset", o.Subset, "Explain only this DestinationRule subset")

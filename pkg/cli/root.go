@@ -36,6 +36,9 @@ type CommonOptions struct {
 	Recursive bool
 	// Overlay is --overlay: apply the -f objects over the live cluster state.
 	Overlay bool
+	// ShowDefaults is --show-defaults (cluster, authz): list the fields at Istio's or Envoy's
+	// defaults in the table, as -o wide does.
+	ShowDefaults bool
 	// IstioNamespace is --istio-namespace: where istiod and its mesh ConfigMap live.
 	IstioNamespace string
 	// Revision is --revision: the istiod revision (mesh ConfigMap istio-<rev>).
@@ -141,11 +144,12 @@ func (o *CommonOptions) renderOptions(formats []string) render.Options {
 		}
 	}
 	return render.Options{
-		Color:   mode,
-		TTY:     tty,
-		NoColor: o.Getenv("NO_COLOR") != "" || o.Getenv("TERM") == "dumb",
-		Width:   width,
-		Formats: formats,
+		Color:        mode,
+		TTY:          tty,
+		NoColor:      o.Getenv("NO_COLOR") != "" || o.Getenv("TERM") == "dumb",
+		Width:        width,
+		ShowDefaults: o.ShowDefaults,
+		Formats:      formats,
 	}
 }
 
@@ -236,4 +240,9 @@ func fixedCompletions(values ...string) cobra.CompletionFunc {
 	return func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		return values, cobra.ShellCompDirectiveNoFileComp
 	}
+}
+
+// addShowDefaultsFlag adds --show-defaults to a command whose table lists generated fields.
+func addShowDefaultsFlag(o *CommonOptions, cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&o.ShowDefaults, "show-defaults", false, "List in the table the fields left at Istio's or Envoy's defaults (-o wide always lists them)")
 }

@@ -82,6 +82,9 @@ type Options struct {
 	NoColor bool
 	// Width is the widest a table may be; 0 means DefaultWidth.
 	Width int
+	// ShowDefaults lists, in the table, the fields left at Istio's or Envoy's defaults (wide
+	// always lists them); otherwise they are counted in one line per object.
+	ShowDefaults bool
 	// Formats restricts For to these formats (a command's -o values), in the order they are
 	// listed in errors; nil allows every format.
 	Formats []string

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"fmt"
 	"io"
 	"runtime"
 	"slices"
@@ -72,6 +73,12 @@ func renderBlocks(jobs []func() string) []string {
 func (p *tablePrinter) result(th Theme, r *explain.Result) []func() string {
 	block := func(s string) func() string { return func() string { return s } }
 	jobs := []func() string{block(renderLines(th.Title, wrapCell(subjectLine(r.Subject), p.opts.width())))}
+	// What is wrong comes first, then how the answer was reached and what was generated.
+	if len(r.Diagnostics) > 0 {
+		jobs = append(jobs, func() string {
+			return th.Heading.Render("DIAGNOSTICS") + "\n" + p.diagnostics(th, r.Diagnostics)
+		})
+	}
 	for _, s := range r.Sections {
 		if s.Wide && !p.wide {
 			continue
@@ -84,15 +91,15 @@ func (p *tablePrinter) result(th Theme, r *explain.Result) []func() string {
 	for _, o := range r.Objects {
 		jobs = append(jobs, func() string {
 			b := p.objectHeader(th, r, o)
-			if len(o.Origins) > 0 {
-				b += "\n" + p.fields(th, o)
+			shown, defaults := p.shownFields(o.Origins)
+			if len(shown) > 0 {
+				b += "\n" + p.fields(th, shown)
+			}
+			if defaults > 0 {
+				b += "\n" + wrapCell(fmt.Sprintf("(%s more at Istio's or Envoy's defaults: -o wide or --show-defaults lists them)",
+					plural(defaults, "field")), p.opts.width())
 			}
 			return b
-		})
-	}
-	if len(r.Diagnostics) > 0 {
-		jobs = append(jobs, func() string {
-			return th.Heading.Render("DIAGNOSTICS") + "\n" + p.diagnostics(th, r.Diagnostics)
 		})
 	}
 	if len(r.Warnings) > 0 {
@@ -206,14 +213,32 @@ type rowInfo struct {
 // fields is the FIELD | VALUE | ORIGIN [| SHADOWED] table of one object. Rows are grouped by
 // block: first the top-level scalars, then one group per first path segment in order of first
 // appearance, groups separated by an empty row.
-func (p *tablePrinter) fields(th Theme, o explain.Object) string {
+// shownFields are the traces the table lists, and how many it leaves out: fields left at
+// Istio's or Envoy's defaults (or an istiod flag's) are counted, not listed, unless the table
+// is wide or --show-defaults is given.
+func (p *tablePrinter) shownFields(traces []provenance.FieldTrace) ([]provenance.FieldTrace, int) {
+	if p.wide || p.opts.ShowDefaults {
+		return traces, 0
+	}
+	shown := make([]provenance.FieldTrace, 0, len(traces))
+	for _, t := range traces {
+		switch t.Origin.Layer {
+		case provenance.LayerIstioDefault, provenance.LayerEnvoyDefault, provenance.LayerIstiodFlag:
+		default:
+			shown = append(shown, t)
+		}
+	}
+	return shown, len(traces) - len(shown)
+}
+
+func (p *tablePrinter) fields(th Theme, traces []provenance.FieldTrace) string {
 	headers := []string{"FIELD", "VALUE", "ORIGIN"}
 	if p.wide {
 		headers = append(headers, "SHADOWED")
 	}
 	var infos []rowInfo
 	var rows [][]string
-	for gi, group := range groupByBlock(o.Origins) {
+	for gi, group := range groupByBlock(traces) {
 		if gi > 0 {
 			infos = append(infos, rowInfo{blank: true})
 			rows = append(rows, make([]string, len(headers)))
