@@ -289,10 +289,10 @@ func TestDeniedReadsMakeKindsIncomplete(t *testing.T) {
 			},
 			wantObjects: []string{"AuthorizationPolicy bookinfo/ap"},
 			wantIncomplete: map[string]string{
-				"Service": "cannot list services in namespace bookinfo: Internal error occurred: etcd is sad",
+				"Service": "server error (500): cannot list services in namespace bookinfo: Internal error occurred: etcd is sad",
 			},
 			wantIssues: []issue{{
-				Severity: "warning", Message: "cannot list services in namespace bookinfo: Internal error occurred: etcd is sad",
+				Severity: "warning", Message: "server error (500): cannot list services in namespace bookinfo: Internal error occurred: etcd is sad",
 				Incomplete: []string{"Service"},
 			}},
 		},
