@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // faultServer is an API server that serves empty core lists, one object of every Istio kind,
@@ -294,5 +296,39 @@ func TestIstioKindsAreReadAtTheServedVersion(t *testing.T) {
 	}
 	if s.count("networking.istio.io") != 1 || s.count("security.istio.io") != 1 {
 		t.Errorf("discovery requests: %d networking, %d security; want one each", s.count("networking.istio.io"), s.count("security.istio.io"))
+	}
+}
+
+// With --overlay, a file object skipped as malformed does not let the live object stand in
+// silently: the load warns that the what-if for it could not be applied.
+func TestOverlaySkippedObjectSaysTheLiveOneStands(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	write(t, "overlay.yaml", `apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata:
+  name: reviews
+  namespace: bookinfo
+spec:
+  host: reviews
+  trafficPolicy:
+    connectionPool:
+      tcp:
+        connectTimeout: notaduration
+`)
+	f := newFakeCluster(nil, []runtime.Object{liveDR("bookinfo", "reviews", "reviews", time.Second)})
+	snap, err := load(t.Context(), Spec{Files: []string{"overlay.yaml"}, Overlay: true, Reads: []Read{{Kind: KindDestinationRule}}}, f.clients())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, is := range snap.Issues {
+		if is.Severity == "warning" {
+			got = append(got, is.String())
+		}
+	}
+	want := "overlay.yaml:11:9: DestinationRule bookinfo/reviews: the what-if for this object could not be applied: its file definition is skipped, so the live object is used"
+	if len(got) != 1 || got[0] != want {
+		t.Errorf("warnings = %q, want [%q]", got, want)
 	}
 }
