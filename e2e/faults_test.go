@@ -200,6 +200,43 @@ func TestFaultForbiddenKinds(t *testing.T) {
 	}
 }
 
+// faultCase is one fault of TestFaultLiveReads.
+type faultCase struct {
+	name     string
+	inject   func(http.ResponseWriter, *http.Request) bool
+	extra    []string
+	warning  string
+	within   time.Duration
+	requests func(p *faultProxy) string
+	// maxRSS bounds the plugin's peak RSS in KiB (0: not checked).
+	maxRSS int64
+}
+
+// oversized answers the lists of resource with a 200 MiB body: it is read up to the 64 MiB
+// limit of one response, never whole, and the peak RSS stays under maxRSS KiB.
+func oversized(resource, listKind, where string, maxRSS int64) faultCase {
+	return faultCase{
+		name: "oversized " + resource,
+		inject: func(w http.ResponseWriter, r *http.Request) bool {
+			if !isList(r, resource) {
+				return false
+			}
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"kind":%q,"apiVersion":"networking.istio.io/v1","metadata":{},"items":[{"metadata":{"name":"a","annotations":{"x":"`, listKind)
+			chunk := strings.Repeat("x", 1<<20)
+			for range 200 {
+				if _, err := io.WriteString(w, chunk); err != nil {
+					return true
+				}
+			}
+			io.WriteString(w, `"}}}]}`)
+			return true
+		},
+		warning: "too large: cannot list " + resource + ".networking.istio.io " + where, within: 30 * time.Second,
+		maxRSS: maxRSS,
+	}
+}
+
 // TestFaultLiveReads: a slow list, throttling, server errors, a connection dropped mid-body, a
 // continue token that always expires and an oversized response each end in the named warning
 // and exit 3, within a bounded time.
@@ -217,14 +254,7 @@ func TestFaultLiveReads(t *testing.T) {
 			return true
 		}
 	}
-	tests := []struct {
-		name     string
-		inject   func(http.ResponseWriter, *http.Request) bool
-		extra    []string
-		warning  string
-		within   time.Duration
-		requests func(p *faultProxy) string
-	}{
+	tests := []faultCase{
 		{
 			name: "slow list, --request-timeout 2s", inject: slow("virtualservices"), extra: []string{"--request-timeout", "2s"},
 			warning: "timed out: cannot list virtualservices.networking.istio.io in all namespaces", within: 15 * time.Second,
@@ -308,25 +338,9 @@ func TestFaultLiveReads(t *testing.T) {
 				return ""
 			},
 		},
-		{
-			name: "oversized response",
-			inject: func(w http.ResponseWriter, r *http.Request) bool {
-				if !isList(r, "destinationrules") {
-					return false
-				}
-				w.Header().Set("Content-Type", "application/json")
-				io.WriteString(w, `{"kind":"DestinationRuleList","apiVersion":"networking.istio.io/v1","metadata":{},"items":[{"metadata":{"name":"a","annotations":{"x":"`)
-				chunk := strings.Repeat("x", 1<<20)
-				for range 200 {
-					if _, err := io.WriteString(w, chunk); err != nil {
-						return true
-					}
-				}
-				io.WriteString(w, `"}}}]}`)
-				return true
-			},
-			warning: "too large: cannot list destinationrules.networking.istio.io in namespace", within: 30 * time.Second,
-		},
+		oversized("virtualservices", "VirtualServiceList", "in all namespaces", 400<<10),
+		// DestinationRules are listed in three namespaces at once: three bodies at the limit.
+		oversized("destinationrules", "DestinationRuleList", "in namespace", 1<<20),
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -350,7 +364,10 @@ func TestFaultLiveReads(t *testing.T) {
 					t.Error(msg)
 				}
 			}
-			t.Logf("%s: exit %d in %v; incomplete %q", tt.name, r.code, r.elapsed.Round(time.Millisecond), doc.Incomplete)
+			if tt.maxRSS > 0 && r.maxRSS > tt.maxRSS {
+				t.Errorf("peak RSS %d MiB, want at most %d MiB", r.maxRSS>>10, tt.maxRSS>>10)
+			}
+			t.Logf("%s: exit %d in %v, peak RSS %d MiB; incomplete %q", tt.name, r.code, r.elapsed.Round(time.Millisecond), r.maxRSS>>10, doc.Incomplete)
 		})
 	}
 }
@@ -390,4 +407,53 @@ func TestFaultIstioServedAtV1beta1(t *testing.T) {
 	if n := p.count("networking.istio.io"); n != 1 {
 		t.Errorf("%d discovery requests for networking.istio.io, want 1", n)
 	}
+}
+
+// TestFaultAPIServerStopsMidRun: the API server goes away after the first requests (the proxy
+// stops listening and drops every connection). The command ends promptly with a clear error,
+// or with the answer it could read and exit 3 naming the reads that were cut off; never a hang.
+func TestFaultAPIServerStopsMidRun(t *testing.T) {
+	rbacWorld(t)
+	var (
+		mu      sync.Mutex
+		n       int
+		stopped bool
+		p       *faultProxy
+	)
+	p, kc := newFaultProxy(t, func(w http.ResponseWriter, r *http.Request) bool {
+		mu.Lock()
+		n++
+		if n > 3 && !stopped {
+			stopped = true
+			p.srv.Listener.Close()
+		}
+		stop := stopped
+		mu.Unlock()
+		if !stop {
+			return false
+		}
+		if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+			conn.Close()
+		}
+		return true
+	})
+	r := runPluginTimeout(time.Minute, kc, rbacClusterJSON()...)
+	noCrash(t, r)
+	if r.timedOut || r.elapsed > 20*time.Second {
+		t.Fatalf("%v\ntook %v", r, r.elapsed)
+	}
+	switch r.code {
+	case 1:
+		if !strings.Contains(r.stderr, "error: the connection to the server") && !strings.Contains(r.stderr, "error: unable to connect to the server") {
+			t.Errorf("%v\nwant kubectl's connection error", r)
+		}
+	case exitIncomplete:
+		mustIncomplete(t, r)
+		if !strings.Contains(r.stderr, "connection lost: ") {
+			t.Errorf("%v\nwant the reads cut off named", r)
+		}
+	default:
+		t.Errorf("%v\nwant exit 1 or 3", r)
+	}
+	t.Logf("exit %d in %v:\n%s", r.code, r.elapsed.Round(time.Millisecond), r.stderr)
 }

@@ -39,7 +39,7 @@ const (
 // MaxResponseBytes is the largest body of one API server response read: a page of 500
 // objects is a few megabytes, so only a server that ignores the page size, or a hostile one,
 // reaches it. A variable for tests.
-var MaxResponseBytes int64 = 128 << 20
+var MaxResponseBytes int64 = 64 << 20
 
 // ResponseTooLargeError is a response whose body is larger than MaxResponseBytes; reading
 // stops there.
