@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
@@ -43,6 +45,9 @@ type clients struct {
 	// timeout is the request timeout in force, for the messages of requests that exceed it.
 	timeout  time.Duration
 	warnings *warningCollector
+	// answers is the guard's count of the responses the API server sent, nil without a guard
+	// (fake clientsets).
+	answers *atomic.Int64
 	// served are the versions each Istio group serves, once discovered (servedVersion).
 	discoveryMu sync.Mutex
 	served      map[string][]string
@@ -71,7 +76,8 @@ func newClients(g genericclioptions.RESTClientGetter) (*clients, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultRequestTimeout
 	}
-	cfg.Wrap(newGuard)
+	answers := &atomic.Int64{}
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return newGuard(rt, answers) })
 	w := &warningCollector{}
 	cfg.WarningHandler = w
 	kube, err := kubernetes.NewForConfig(cfg)
@@ -86,7 +92,7 @@ func newClients(g genericclioptions.RESTClientGetter) (*clients, error) {
 	if user == "" {
 		user = cfg.Username
 	}
-	return &clients{kube: kube, istio: istio, host: hostOf(cfg.Host), user: user, timeout: cfg.Timeout, warnings: w}, nil
+	return &clients{kube: kube, istio: istio, host: hostOf(cfg.Host), user: user, timeout: cfg.Timeout, warnings: w, answers: answers}, nil
 }
 
 // warningCollector keeps the API server's warnings (deprecations, ...) for the load issues
@@ -179,7 +185,7 @@ func (l *loader) readLive(ctx context.Context, c *clients) error {
 			}
 			l.run(ctx, c, t)
 			t.done = time.Now()
-			if fatal(t.err) {
+			if fatal(t.err) || c.silent(t.err) {
 				mu.Lock()
 				if first == nil && ctx.Err() == nil {
 					first = t

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -77,13 +78,15 @@ func (e *expiredError) Unwrap() error { return e.last }
 // as long as the server says).
 type guard struct {
 	next http.RoundTripper
+	// answers counts the responses received, by every guard of the clients.
+	answers *atomic.Int64
 
 	mu      sync.Mutex
 	retries map[string]int
 }
 
-func newGuard(next http.RoundTripper) http.RoundTripper {
-	return &guard{next: next, retries: map[string]int{}}
+func newGuard(next http.RoundTripper, answers *atomic.Int64) http.RoundTripper {
+	return &guard{next: next, answers: answers, retries: map[string]int{}}
 }
 
 // WrappedRoundTripper lets client-go reach the transport below (to cancel a request).
@@ -94,6 +97,7 @@ func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil || resp == nil {
 		return resp, err
 	}
+	g.answers.Add(1)
 	if ra := resp.Header.Get("Retry-After"); ra != "" && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500) {
 		key := req.Method + " " + req.URL.String()
 		g.mu.Lock()
@@ -241,6 +245,18 @@ func (c *clients) servedVersion(ctx context.Context, ki *kindInfo) string {
 		}
 	}
 	return ""
+}
+
+// silent is true for a request that timed out against a server that has not answered one
+// request yet: a server that accepts connections and never says a word is not there to read,
+// and every other read would wait out the timeout too. A timeout once the server has answered
+// is one slow read.
+func (c *clients) silent(err error) bool {
+	if err == nil || c.answers == nil || c.answers.Load() > 0 || apiStatus(err) {
+		return false
+	}
+	var ne interface{ Timeout() bool }
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
 
 // plural spells a kind in the plural: DestinationRules, ServiceEntries, AuthorizationPolicies.
