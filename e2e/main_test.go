@@ -197,6 +197,9 @@ type result struct {
 	elapsed  time.Duration
 	err      error // set when the command could not run at all
 	timedOut bool
+	// maxRSS is the peak resident set of the run in KiB (kubectl execs the plugin, so it is the
+	// plugin's when the plugin ran), 0 when unknown.
+	maxRSS int64
 }
 
 func (r result) String() string {
@@ -220,6 +223,11 @@ func runPluginTimeout(timeout time.Duration, kc string, args ...string) result {
 	start := time.Now()
 	err := cmd.Run()
 	r := result{args: args, stdout: out.String(), stderr: errb.String(), elapsed: time.Since(start)}
+	if cmd.ProcessState != nil {
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			r.maxRSS = int64(ru.Maxrss)
+		}
+	}
 	var exit *exec.ExitError
 	switch {
 	case err == nil:

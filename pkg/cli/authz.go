@@ -180,20 +180,30 @@ func (o *AuthzOptions) Run(ctx context.Context) error {
 	})
 	printed := reportIssues(o.ErrOut, snap)
 	if err != nil {
-		return err
+		return notFoundUnread(err, snap)
 	}
 	if err := o.checkFormat(results); err != nil {
 		return err
+	}
+	gaps := unread(snap)
+	for _, r := range results {
+		gaps.mark(r)
 	}
 	if o.Output == FormatZtunnel || o.Output == render.FormatEnvoy || kubectlFormat(o.Output) {
 		for _, r := range results {
 			reportWarnings(o.ErrOut, r.Warnings, printed)
 		}
 	}
+	var err2 error
 	if o.query.Workload.Kind == "pod" && len(results) == 1 {
-		return o.printer.Print(o.Out, results[0])
+		err2 = o.printer.Print(o.Out, results[0])
+	} else {
+		err2 = o.printer.PrintList(o.Out, results)
 	}
-	return o.printer.PrintList(o.Out, results)
+	if err2 != nil {
+		return err2
+	}
+	return o.incomplete(gaps)
 }
 
 // parseWorkload parses pod/NAME or deployment/NAME (kubectl's short forms allowed).

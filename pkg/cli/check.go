@@ -226,13 +226,19 @@ func (o *CheckOptions) Run(ctx context.Context) error {
 		}
 		rep = check.Diff(before, rep)
 	}
+	gaps := unread(snap)
+	if len(gaps.what) > 0 {
+		rep.Incomplete = gaps.what
+		rep.Warnings = gaps.addTo(rep.Warnings)
+	}
 	if err := o.printer.PrintCheck(o.Out, rep); err != nil {
 		return err
 	}
 	if n := failing(rep, o.FailOn); n > 0 {
+		// Findings outrank an incomplete read: what was found is wrong either way.
 		return &FindingsError{Count: n, FailOn: o.FailOn}
 	}
-	return nil
+	return o.incomplete(gaps)
 }
 
 // failing counts the findings that fail the check: not silenced, at or above failOn, and with

@@ -189,12 +189,17 @@ func (o *ClusterOptions) Run(ctx context.Context) error {
 	})
 	printed := reportIssues(o.ErrOut, snap)
 	if err != nil {
-		return err
+		return notFoundUnread(err, snap)
 	}
+	gaps := unread(snap)
+	gaps.mark(res)
 	if o.Output == render.FormatEnvoy || kubectlFormat(o.Output) {
 		reportWarnings(o.ErrOut, res.Warnings, printed)
 	}
-	return o.printer.Print(o.Out, res)
+	if err := o.printer.Print(o.Out, res); err != nil {
+		return err
+	}
+	return o.incomplete(gaps)
 }
 
 // clusterPlanQuery is what of q decides the reads.

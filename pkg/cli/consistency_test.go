@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -168,19 +169,25 @@ func TestClusterAnswersWithoutPeerAuthentications(t *testing.T) {
 	args := scenarioArgs(t, dir)
 
 	r := runWithLoad(t, load, append(args, "-o", "envoy")...)
-	if r.code != ExitOK || !strings.HasPrefix(r.stdout, "[") {
+	if r.code != ExitIncomplete || !strings.HasPrefix(r.stdout, "[") {
 		t.Fatalf("got %s", r)
 	}
-	// The result's warning repeats the denied read, so it is printed once.
-	if want := "warning: " + denied + "\n"; r.stderr != want {
+	// The result's warning repeats the denied read, so it is printed once; the exit code says
+	// the answer is incomplete.
+	if want := "warning: " + denied + "\n" + "warning: the answer is incomplete: PeerAuthentications could not be read " +
+		"(the warnings say why); --allow-partial exits 0 with a partial answer\n"; r.stderr != want {
 		t.Errorf("stderr = %q, want %q", r.stderr, want)
+	}
+	if r := runWithLoad(t, load, append(args, "-o", "envoy", "--allow-partial")...); r.code != ExitOK {
+		t.Errorf("--allow-partial: got %s", r)
 	}
 
 	r = runWithLoad(t, load, append(args, "-o", "json")...)
 	var doc struct {
-		Warnings []string `json:"warnings"`
+		Warnings   []string `json:"warnings"`
+		Incomplete []string `json:"incomplete"`
 	}
-	if r.code != ExitOK {
+	if r.code != ExitIncomplete {
 		t.Fatalf("got %s", r)
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
@@ -188,6 +195,9 @@ func TestClusterAnswersWithoutPeerAuthentications(t *testing.T) {
 	}
 	if len(doc.Warnings) != 1 || !strings.HasPrefix(doc.Warnings[0], "mTLS inference is incomplete") {
 		t.Errorf("warnings = %q", doc.Warnings)
+	}
+	if !reflect.DeepEqual(doc.Incomplete, []string{"PeerAuthentications"}) {
+		t.Errorf("incomplete = %q, want [PeerAuthentications]", doc.Incomplete)
 	}
 }
 

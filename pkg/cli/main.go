@@ -23,6 +23,10 @@ const (
 	ExitOK = 0
 	// ExitError: the subject was not found, the query cannot be answered, or a read failed.
 	ExitError = 1
+	// ExitIncomplete: the answer was printed, but something it needed could not be read (a
+	// kind forbidden, failed or timed out, an object skipped as malformed); --allow-partial
+	// exits 0 instead.
+	ExitIncomplete = 3
 	// ExitUsage: the command line is wrong (EX_USAGE).
 	ExitUsage = 64
 	// ExitData: the input is malformed: YAML that does not parse, an invalid MeshConfig (EX_DATAERR).
@@ -76,7 +80,11 @@ func reportError(streams genericiooptions.IOStreams, cmd *cobra.Command, err err
 	var data *DataError
 	var unknown *render.UnknownFormatError
 	var findings *FindingsError
+	var incomplete *IncompleteError
 	switch {
+	case errors.As(err, &incomplete):
+		fmt.Fprintf(streams.ErrOut, "warning: %s\n", err)
+		return ExitIncomplete
 	case errors.As(err, &findings):
 		fmt.Fprintf(streams.ErrOut, "%s\n", err)
 		return ExitFindings

@@ -208,17 +208,18 @@ func TestClusterNodeReadRefusedIsAWarning(t *testing.T) {
 		Incomplete: map[string]string{"Node": refused},
 	}}
 	r := f.run(t, "cluster", "reviews", "-n", "bookinfo", "--from", "pod/productpage-v1", "-o", "envoy")
-	if r.code != ExitOK {
+	// The locality the answer needs is unknown: it is incomplete.
+	if r.code != ExitIncomplete {
 		t.Fatal(r)
 	}
-	if want := "warning: " + refused + "\n"; r.stderr != want {
+	if want := "warning: " + refused + "\n" + incompleteLine("Nodes"); r.stderr != want {
 		t.Errorf("stderr = %q, want %q", r.stderr, want)
 	}
 	if f.explained.Incomplete["Node"] != refused {
 		t.Errorf("incomplete = %v", f.explained.Incomplete)
 	}
 	r = f.run(t, "cluster", "reviews", "-n", "bookinfo", "--from", "pod/productpage-v1", "-o", "json")
-	if r.code != ExitOK {
+	if r.code != ExitIncomplete {
 		t.Fatal(r)
 	}
 	var doc struct {
@@ -235,14 +236,21 @@ func TestClusterNodeReadRefusedIsAWarning(t *testing.T) {
 
 	f = &nodeFakes{world: bookinfoWorld(), nodeErr: errors.New("the connection to the server was lost")}
 	r = f.run(t, "cluster", "reviews", "-n", "bookinfo", "--from", "pod/productpage-v1", "-o", "envoy")
-	if r.code != ExitOK {
+	if r.code != ExitIncomplete {
 		t.Fatal(r)
 	}
-	want = "warning: cannot get nodes/node-1, nodes/node-2: the connection to the server was lost; locality unknown for the pods on them\n"
+	want = "warning: cannot get nodes/node-1, nodes/node-2: the connection to the server was lost; locality unknown for the pods on them\n" +
+		incompleteLine("Nodes")
 	if r.stderr != want {
 		t.Errorf("stderr = %q, want %q", r.stderr, want)
 	}
 	if !strings.Contains(f.explained.Incomplete["Node"], "locality unknown") {
 		t.Errorf("incomplete = %v", f.explained.Incomplete)
 	}
+}
+
+// incompleteLine is the last line of stderr of an answer that lacks what.
+func incompleteLine(what string) string {
+	return "warning: the answer is incomplete: " + what + " could not be read (the warnings say why); " +
+		"--allow-partial exits 0 with a partial answer\n"
 }

@@ -47,6 +47,9 @@ type CommonOptions struct {
 	MeshConfigFile string
 	// Color is --color.
 	Color string
+	// AllowPartial is --allow-partial: an answer that lacks something it needed exits 0, not
+	// ExitIncomplete.
+	AllowPartial bool
 
 	// Getenv reads the environment (NO_COLOR); tests replace it.
 	Getenv func(string) string
@@ -84,6 +87,8 @@ func (o *CommonOptions) AddFlags(cmd *cobra.Command) {
 	fs.StringVar(&o.Revision, "revision", o.Revision, "Istio revision whose mesh ConfigMap (istio-<revision>) applies")
 	fs.StringVar(&o.MeshConfigFile, "meshconfig", o.MeshConfigFile,
 		"MeshConfig YAML file to use instead of the mesh ConfigMap")
+	fs.BoolVar(&o.AllowPartial, "allow-partial", o.AllowPartial,
+		"Exit 0 when the answer is printed but something it needed could not be read (default: exit 3)")
 	fs.StringVar(&o.Color, "color", o.Color, "Colour the table output: "+strings.Join(render.ColorModes, ", ")+" (auto honours NO_COLOR)")
 	_ = cmd.RegisterFlagCompletionFunc("color", fixedCompletions(render.ColorModes...))
 	for _, name := range []string{"filename", "meshconfig"} {
@@ -189,8 +194,12 @@ func newRootCmd(o *CommonOptions, clusterRun func(context.Context, *ClusterOptio
 			DestinationRule hidden by exportTo, a subset no route uses) are printed as
 			diagnostics; they do not change the exit code.
 
-			Exit codes: 0 explained, 1 not found or failed, 64 usage error, 65 malformed input,
-			70 internal error; check exits 79 when it finds something at or above --fail-on.`),
+			Exit codes: 0 explained, 1 not found or failed, 3 explained but incomplete (something
+			the answer needed could not be read; --allow-partial exits 0), 64 usage error, 65
+			malformed input, 70 internal error; check exits 79 when it finds something at or above
+			--fail-on.
+
+			Live reads: each request times out after 30s unless --request-timeout says otherwise.`),
 		Example: examples(`
 			# The Envoy Clusters a sidecar in bookinfo gets for reviews, with the origin of every field
 			kubectl mesh-explain cluster reviews -n bookinfo

@@ -17,6 +17,9 @@ type CheckReport struct {
 	Findings []Finding `json:"findings"`
 	// Warnings are things that could not be read or inferred.
 	Warnings []string `json:"warnings,omitempty"`
+	// Incomplete names what the check needed and could not read, as Result.Incomplete does:
+	// findings may be missing.
+	Incomplete []string `json:"incomplete,omitempty"`
 }
 
 // CheckScope is what a check covered.

@@ -134,6 +134,10 @@ type Result struct {
 	Diagnostics []Diagnostic `json:"diagnostics"`
 	// Warnings are things that could not be read or inferred (forbidden lists, bad objects).
 	Warnings []string `json:"warnings,omitempty"`
+	// Incomplete names what the answer needed and could not read: kinds (DestinationRules)
+	// whose read was denied, failed or timed out, and objects skipped as malformed; Warnings say
+	// why. Empty when the answer is whole.
+	Incomplete []string `json:"incomplete,omitempty"`
 }
 
 // Section is a titled table of extra facts, rendered before the objects.

@@ -64,6 +64,9 @@ const listed = 3
 func (p *checkTable) PrintCheck(w io.Writer, r *explain.CheckReport) error {
 	th := NewTheme(w, p.opts.ColorOn())
 	var blocks []string
+	if len(r.Incomplete) > 0 {
+		blocks = append(blocks, incompleteBanner(th, p.opts.width(), r.Incomplete))
+	}
 	counts := map[explain.Severity]int{}
 	silenced := 0
 	type group struct {

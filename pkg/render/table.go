@@ -72,7 +72,11 @@ func renderBlocks(jobs []func() string) []string {
 // line. The renderings only read r, so they may run concurrently.
 func (p *tablePrinter) result(th Theme, r *explain.Result) []func() string {
 	block := func(s string) func() string { return func() string { return s } }
-	jobs := []func() string{block(renderLines(th.Title, wrapCell(subjectLine(r.Subject), p.opts.width())))}
+	var jobs []func() string
+	if len(r.Incomplete) > 0 {
+		jobs = append(jobs, block(incompleteBanner(th, p.opts.width(), r.Incomplete)))
+	}
+	jobs = append(jobs, block(renderLines(th.Title, wrapCell(subjectLine(r.Subject), p.opts.width()))))
 	// What is wrong comes first, then how the answer was reached and what was generated.
 	if len(r.Diagnostics) > 0 {
 		jobs = append(jobs, func() string {
@@ -110,6 +114,13 @@ func (p *tablePrinter) result(th Theme, r *explain.Result) []func() string {
 		jobs = append(jobs, block(strings.Join(lines, "\n")))
 	}
 	return jobs
+}
+
+// incompleteBanner is the first line of an answer that lacks something it needed: `INCOMPLETE:
+// DestinationRules, Services could not be read; the answer may be wrong (see WARNINGS)`.
+func incompleteBanner(th Theme, width int, what []string) string {
+	return renderLines(th.Warning, wrapCell("INCOMPLETE: "+strings.Join(what, ", ")+
+		" could not be read; what follows may differ from what istiod pushes (see WARNINGS)", width))
 }
 
 // subjectLine is the first line of a result: what was explained.

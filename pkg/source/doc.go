@@ -5,9 +5,11 @@
 // model.Snapshot; the engines never parse flags or talk to clusters.
 //
 // It owns: Spec and Read, file and stream decoding (strict, with located errors), the
-// FieldLocator over YAML nodes, live reads (paging, bounded concurrency, forbidden and
-// missing-CRD degradation, kubectl-style connection errors), DefaultMeshConfig and
-// ParseMeshConfig.
+// FieldLocator over YAML nodes, live reads (paging, bounded concurrency; a read that fails on
+// its own, forbidden, throttled, failing, slow, cut off or too large, leaves its kind
+// incomplete with a warning in words; the bounds of each request in live_guard.go; Istio kinds
+// read at the version the cluster serves; kubectl-style connection errors), DefaultMeshConfig
+// and ParseMeshConfig.
 // It may import: model, provenance; client-go, istio client-go, cli-runtime, istio.io/api,
 // k8s.io/api and apimachinery, YAML and JSON libraries. It must not import cli, render, index,
 // engines, cobra or lipgloss, and it knows nothing about what is computed from its output.

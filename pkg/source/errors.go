@@ -2,8 +2,11 @@ package source
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 
@@ -24,9 +27,10 @@ func (e *ClusterError) Error() string { return e.msg }
 // Unwrap returns the underlying client-go error.
 func (e *ClusterError) Unwrap() error { return e.cause }
 
-// fatal is true for errors that end the load: the cluster could not be reached or refused our
-// credentials. Errors the API server answers with (forbidden, not found) only make a kind
-// incomplete.
+// fatal is true for errors that end the load: the cluster could not be reached at all (the
+// connection was refused, the host is unknown, TLS failed) or refused our credentials. Every
+// other failure (forbidden, throttled, a server error, a timeout, a connection dropped
+// mid-body, a malformed or oversized response) only makes the kind it read incomplete.
 func fatal(err error) bool {
 	if err == nil {
 		return false
@@ -34,8 +38,35 @@ func fatal(err error) bool {
 	if apierrors.IsUnauthorized(err) {
 		return true
 	}
+	return unreachable(err)
+}
+
+// unreachable is true when a request never reached the API server.
+func unreachable(err error) bool {
+	if utilnet.IsConnectionRefused(err) || strings.Contains(err.Error(), "connection refused") {
+		return true
+	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return true
+	}
+	var opErr *net.OpError
+	if errors.As(err, &opErr) && opErr.Op == "dial" {
+		return true
+	}
+	var unknownCA x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var verify *tls.CertificateVerificationError
+	var record tls.RecordHeaderError
+	return errors.As(err, &unknownCA) || errors.As(err, &hostname) || errors.As(err, &invalid) ||
+		errors.As(err, &verify) || errors.As(err, &record)
+}
+
+// apiStatus is true for an error the API server answered with a Status.
+func apiStatus(err error) bool {
 	var status apierrors.APIStatus
-	return !errors.As(err, &status)
+	return errors.As(err, &status)
 }
 
 // clusterErr spells a fatal error the way kubectl does.

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
@@ -38,8 +41,16 @@ type clients struct {
 	// host is the API server address, for connection errors.
 	host string
 	// user is the user name the kubeconfig names, if any, for forbidden messages.
-	user     string
+	user string
+	// timeout is the request timeout in force, for the messages of requests that exceed it.
+	timeout  time.Duration
 	warnings *warningCollector
+	// answers is the guard's count of the responses the API server sent, nil without a guard
+	// (fake clientsets).
+	answers *atomic.Int64
+	// served are the versions each Istio group serves, once discovered (servedVersion).
+	discoveryMu sync.Mutex
+	served      map[string][]string
 	// ruleInFull is Spec.DestinationRuleInFull of the load, vsNeeded its VirtualServiceNeeded.
 	ruleInFull func(namespace, host string) bool
 	vsNeeded   func(listed []byte) bool
@@ -48,6 +59,8 @@ type clients struct {
 // newClients builds the clientsets from the kubeconfig the getter resolves (--kubeconfig,
 // --context, --request-timeout, impersonation...). client-go's default rate limit (5 QPS) would
 // throttle a dozen concurrent lists, so an unset limit is raised to kubectl's discovery level.
+// An unset request timeout is DefaultRequestTimeout, and every response goes through the guard
+// (its size and the Retry-Afters honoured are bounded).
 func newClients(g genericclioptions.RESTClientGetter) (*clients, error) {
 	cfg, err := g.ToRESTConfig()
 	if err != nil {
@@ -60,6 +73,11 @@ func newClients(g genericclioptions.RESTClientGetter) (*clients, error) {
 	if cfg.Burst == 0 {
 		cfg.Burst = 100
 	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultRequestTimeout
+	}
+	answers := &atomic.Int64{}
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return newGuard(rt, answers) })
 	w := &warningCollector{}
 	cfg.WarningHandler = w
 	kube, err := kubernetes.NewForConfig(cfg)
@@ -74,7 +92,7 @@ func newClients(g genericclioptions.RESTClientGetter) (*clients, error) {
 	if user == "" {
 		user = cfg.Username
 	}
-	return &clients{kube: kube, istio: istio, host: hostOf(cfg.Host), user: user, warnings: w}, nil
+	return &clients{kube: kube, istio: istio, host: hostOf(cfg.Host), user: user, timeout: cfg.Timeout, warnings: w, answers: answers}, nil
 }
 
 // warningCollector keeps the API server's warnings (deprecations, ...) for the load issues
@@ -107,9 +125,28 @@ type readTask struct {
 	get  bool
 	mesh bool
 
+	// version is the version an Istio kind was read at when the cluster does not serve its own.
+	version string
+
 	objs []object
 	cm   *corev1.ConfigMap
 	err  error
+	done time.Time
+}
+
+// unanswered returns the first read in time when every read failed without an answer from the
+// API server (no Status: timeouts, dropped connections), else nil.
+func unanswered(tasks []*readTask) *readTask {
+	var first *readTask
+	for _, t := range tasks {
+		if t.err == nil || apiStatus(t.err) {
+			return nil
+		}
+		if first == nil || t.done.Before(first.done) {
+			first = t
+		}
+	}
+	return first
 }
 
 // readLive reads spec.Reads and the mesh ConfigMap, concurrently. A load that reads nothing but
@@ -123,10 +160,19 @@ func (l *loader) readLive(ctx context.Context, c *clients) error {
 		tasks = append(tasks, &readTask{mesh: true})
 	}
 
+	// A read that fails on its own (forbidden, throttled, timed out, cut off) leaves its kind
+	// incomplete and the others go on. Only a failure that every other read would meet too
+	// (the cluster cannot be reached, the credentials are refused) stops them: the first such
+	// failure in time is the one reported, and the reads it cancels are not failures.
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	sem := make(chan struct{}, maxConcurrentReads)
-	var wg sync.WaitGroup
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first *readTask
+	)
 	for _, t := range tasks {
 		wg.Add(1)
 		go func() {
@@ -138,32 +184,28 @@ func (l *loader) readLive(ctx context.Context, c *clients) error {
 				return
 			}
 			l.run(ctx, c, t)
-			if t.err != nil && fatal(t.err) {
-				cancel()
+			t.done = time.Now()
+			if fatal(t.err) || c.silent(t.err) {
+				mu.Lock()
+				if first == nil && ctx.Err() == nil {
+					first = t
+					cancel()
+				}
+				mu.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
 
-	var firstFatal error
-	for _, t := range tasks {
-		if t.err != nil && fatal(t.err) && !errors.Is(t.err, context.Canceled) {
-			firstFatal = t.err
-			break
-		}
+	switch {
+	case parent.Err() != nil:
+		return clusterErr(parent.Err(), c.host)
+	case first != nil:
+		return clusterErr(first.err, c.host)
 	}
-	if firstFatal == nil {
-		if err := ctx.Err(); err != nil {
-			for _, t := range tasks {
-				if t.err != nil && fatal(t.err) {
-					firstFatal = t.err
-					break
-				}
-			}
-		}
-	}
-	if firstFatal != nil {
-		return clusterErr(firstFatal, c.host)
+	if failed := unanswered(tasks); failed != nil {
+		// Not one read got an answer from the API server: the cluster is not there to read.
+		return clusterErr(failed.err, c.host)
 	}
 
 	// The maps the objects go into are made for all of them at once (a live read is most of
@@ -176,6 +218,7 @@ func (l *loader) readLive(ctx context.Context, c *clients) error {
 		l.objs, l.sources = make(map[model.ObjectKey]object, n), make(map[model.ObjectKey]model.Source, n)
 	}
 	missing := map[string]bool{}
+	versionSaid := map[string]bool{}
 	var nodesFailed []*readTask
 	for _, t := range tasks {
 		switch {
@@ -184,6 +227,12 @@ func (l *loader) readLive(ctx context.Context, c *clients) error {
 		case t.err == nil:
 			for _, o := range t.objs {
 				l.addLiveObject(t.kind, o)
+			}
+			if t.version != "" && !versionSaid[t.kind.kind] {
+				versionSaid[t.kind.kind] = true
+				l.issue(model.LoadIssue{Severity: "warning", Message: fmt.Sprintf(
+					"%s were read at %s/%s: the cluster does not serve %s (Istio before 1.22 serves v1beta1)",
+					plural(t.kind.kind), t.kind.group, t.version, t.kind.apiVersion())})
 			}
 		case t.kind.istio && !t.get && crdMissing(t.err):
 			missing[t.kind.kind] = true
@@ -276,7 +325,14 @@ func (l *loader) run(ctx context.Context, c *clients, t *readTask) {
 			t.err = err
 		}
 	default:
-		t.objs, t.err = listAll(ctx, c, t.kind, t.ns)
+		t.objs, t.err = listAll(ctx, c, t.kind, t.ns, "")
+		if t.err != nil && t.kind.istio && crdMissing(t.err) {
+			// Istio before 1.22 serves its kinds at v1beta1 (networking also at v1alpha3).
+			if v := c.servedVersion(ctx, t.kind); v != "" {
+				t.version = v
+				t.objs, t.err = listAll(ctx, c, t.kind, t.ns, v)
+			}
+		}
 	}
 }
 
@@ -297,7 +353,7 @@ func (l *loader) addLiveObject(ki *kindInfo, o object) {
 func (l *loader) meshResult(c *clients, t *readTask) {
 	name := MeshConfigMapName(l.spec.Revision)
 	if t.err != nil {
-		msg := fmt.Sprintf("%s; istiod's default MeshConfig is assumed", deniedMessage(c, t.err, "get", "configmaps/"+name, l.spec.IstioNamespace))
+		msg := fmt.Sprintf("%s; istiod's default MeshConfig is assumed", readFailure(c, t.err, "get", "configmaps/"+name, l.spec.IstioNamespace))
 		l.incomplete["MeshConfig"] = msg
 		l.issue(model.LoadIssue{
 			Severity: "warning", Resource: &provenance.Ref{Kind: kindConfigMap, Namespace: l.spec.IstioNamespace, Name: name},
@@ -326,7 +382,7 @@ func (l *loader) readFailed(c *clients, t *readTask) {
 	case t.kind.cluster:
 		where = "-"
 	}
-	msg := deniedMessage(c, t.err, verb, what, where)
+	msg := readFailure(c, t.err, verb, what, where)
 	l.issue(model.LoadIssue{Severity: "warning", Message: msg, Incomplete: []string{t.kind.kind}})
 	if prev, ok := l.incomplete[t.kind.kind]; ok {
 		msg = prev + "; " + msg
@@ -342,12 +398,12 @@ func (l *loader) nodeReadsFailed(c *clients, failed []*readTask) {
 	forbidden := map[string][]string{}
 	for _, t := range failed {
 		if !apierrors.IsForbidden(t.err) {
-			msgs = append(msgs, deniedMessage(c, t.err, "get", t.kind.resource+"/"+t.ns, "-")+
+			msgs = append(msgs, readFailure(c, t.err, "get", t.kind.resource+"/"+t.ns, "-")+
 				"; locality unknown for the pods on that node")
 			continue
 		}
 		// deniedMessage names the user from the error, so the prefix separates users.
-		prefix := deniedMessage(c, t.err, "get", t.kind.resource, "-")
+		prefix := readFailure(c, t.err, "get", t.kind.resource, "-")
 		if _, ok := forbidden[prefix]; !ok {
 			msgs = append(msgs, prefix)
 		}
@@ -371,31 +427,6 @@ func (l *loader) nodeReadsFailed(c *clients, failed []*readTask) {
 }
 
 var forbiddenUserRE = regexp.MustCompile(`User "([^"]*)" cannot`)
-
-// deniedMessage spells a failed read: `forbidden: alice cannot list
-// peerauthentications.security.istio.io in namespace foo`. where is a namespace, "" for all
-// namespaces, or "-" for a cluster-scoped object.
-func deniedMessage(c *clients, err error, verb, what, where string) string {
-	scope := " in all namespaces"
-	switch where {
-	case "-":
-		scope = ""
-	case "":
-	default:
-		scope = " in namespace " + where
-	}
-	if apierrors.IsForbidden(err) {
-		user := c.user
-		if m := forbiddenUserRE.FindStringSubmatch(err.Error()); m != nil {
-			user = m[1]
-		}
-		if user == "" {
-			user = "the current user"
-		}
-		return fmt.Sprintf("forbidden: %s cannot %s %s%s", user, verb, what, scope)
-	}
-	return fmt.Sprintf("cannot %s %s%s: %v", verb, what, scope, err)
-}
 
 // crdMissing is true when a list failed because the resource does not exist: the CRD is not
 // installed (the API server answers 404 for the resource, or discovery has no match).

@@ -4,8 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
+	"net"
+	"strings"
 
 	"istio.io/client-go/pkg/clientset/versioned/scheme"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,20 +15,29 @@ import (
 )
 
 // listAll reads every page of a list. When a continue token expires mid-way, the list is
-// restarted without paging, as client-go's pager does. Istio kinds are read as raw JSON and
+// restarted without paging, as client-go's pager does, at most maxListRestarts times. Istio
+// kinds are read as raw JSON (at version, or at the kind's own version when version is "") and
 // each page is decoded while the next one is read.
-func listAll(ctx context.Context, c *clients, ki *kindInfo, ns string) ([]object, error) {
+func listAll(ctx context.Context, c *clients, ki *kindInfo, ns, version string) ([]object, error) {
 	if ki.istio {
-		if rc := c.istioREST(ki); rc != nil {
+		if version == "" {
+			version = ki.versions[0]
+		}
+		if rc := c.istioRESTAt(ki.group + "/" + version); rc != nil {
 			return listRaw(ctx, rc, ki, ns, c.ruleInFull, c.vsNeeded)
 		}
 	}
 	opts := metav1.ListOptions{Limit: pageSize}
 	var out []object
+	restarts := 0
 	for {
 		page, cont, err := ki.list(ctx, c, ns, opts)
 		if err != nil {
 			if apierrors.IsResourceExpired(err) && opts.Continue != "" {
+				if restarts == maxListRestarts {
+					return nil, &expiredError{restarts: restarts, last: err}
+				}
+				restarts++
 				opts, out = metav1.ListOptions{}, nil
 				continue
 			}
@@ -44,20 +54,24 @@ func listAll(ctx context.Context, c *clients, ki *kindInfo, ns string) ([]object
 	}
 }
 
-// istioREST is the REST client of the Istio clientset that serves ki's group and version,
-// or nil (a fake clientset has none).
-func (c *clients) istioREST(ki *kindInfo) rest.Interface {
+// istioRESTAt is the REST client of the Istio clientset that serves a group and version, or
+// nil (a fake clientset has none).
+func (c *clients) istioRESTAt(apiVersion string) rest.Interface {
 	if c.istio == nil {
 		return nil
 	}
 	var rc rest.Interface
-	switch ki.apiVersion() {
+	switch apiVersion {
 	case "networking.istio.io/v1":
 		rc = c.istio.NetworkingV1().RESTClient()
+	case "networking.istio.io/v1beta1":
+		rc = c.istio.NetworkingV1beta1().RESTClient()
 	case "networking.istio.io/v1alpha3":
 		rc = c.istio.NetworkingV1alpha3().RESTClient()
 	case "security.istio.io/v1":
 		rc = c.istio.SecurityV1().RESTClient()
+	case "security.istio.io/v1beta1":
+		rc = c.istio.SecurityV1beta1().RESTClient()
 	}
 	if r, ok := rc.(*rest.RESTClient); ok && r == nil {
 		return nil
@@ -99,12 +113,12 @@ func fetchPage[I any](ctx context.Context, rc rest.Interface, ki *kindInfo, ns s
 		var err error
 		if p.Metadata.Continue, *items, err = readItemPage(body, p.buf); err != nil {
 			itemBuffers.Put(p.buf)
-			return nil, fmt.Errorf("decoding the list of %s: %w", ki.qualifiedResource(), err)
+			return nil, pageError(err)
 		}
 		return p, nil
 	}
 	if err := decodePage(body, p); err != nil {
-		return nil, fmt.Errorf("decoding the list of %s: %w", ki.qualifiedResource(), err)
+		return nil, pageError(err)
 	}
 	return p, nil
 }
@@ -113,14 +127,35 @@ func fetchPage[I any](ctx context.Context, rc rest.Interface, ki *kindInfo, ns s
 // decoded copies what it keeps (strings, raw specs) out of the decoder's small buffer. Like
 // Unmarshal it rejects malformed or truncated JSON and a second value after the document.
 func decodePage(r io.Reader, v any) error {
-	dec := pageJSON.NewDecoder(r)
+	rr := &recordingReader{r: r}
+	dec := pageJSON.NewDecoder(rr)
 	if err := dec.Decode(v); err != nil {
+		if rr.err != nil {
+			// The body could not be read (cut off, too large, timed out): that is the failure,
+			// not the JSON it left unfinished.
+			return rr.err
+		}
 		return err
 	}
 	if dec.More() {
 		return errors.New("more data after the list")
 	}
 	return nil
+}
+
+// recordingReader keeps the first error of its reader other than io.EOF: the JSON decoder
+// reports a body cut off as a syntax error, in words that lose the cause.
+type recordingReader struct {
+	r   io.Reader
+	err error
+}
+
+func (r *recordingReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if err != nil && err != io.EOF && r.err == nil {
+		r.err = err
+	}
+	return n, err
 }
 
 type pageResult[I any] struct {
@@ -151,10 +186,15 @@ func listRaw(ctx context.Context, rc rest.Interface, ki *kindInfo, ns string, ru
 func listPages[I any](ctx context.Context, rc rest.Interface, ki *kindInfo, ns string, decode func(*kindInfo, *I) (object, error)) ([]object, error) {
 	opts := metav1.ListOptions{Limit: pageSize}
 	var out []object
+	restarts := 0
 	page, err := fetchPage[I](ctx, rc, ki, ns, opts)
 	for {
 		if err != nil {
 			if apierrors.IsResourceExpired(err) && opts.Continue != "" {
+				if restarts == maxListRestarts {
+					return nil, &expiredError{restarts: restarts, last: err}
+				}
+				restarts++
 				opts, out = metav1.ListOptions{}, nil
 				page, err = fetchPage[I](ctx, rc, ki, ns, opts)
 				continue
@@ -194,3 +234,45 @@ func listPages[I any](ctx context.Context, rc rest.Interface, ki *kindInfo, ns s
 		page, err = r.page, r.err
 	}
 }
+
+// pageError is the error of a page whose body could not be read or decoded: a body cut off or
+// too large is said as such; a malformed one without the Go types it was decoded into.
+func pageError(err error) error {
+	var tooLarge *ResponseTooLargeError
+	if errors.As(err, &tooLarge) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, context.Canceled) ||
+		errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	var ne interface{ Timeout() bool }
+	var oe *net.OpError
+	if errors.As(err, &ne) && ne.Timeout() || errors.As(err, &oe) {
+		return err
+	}
+	return &malformedError{msg: decodeText(err), cause: err}
+}
+
+// decodeText is a decoder's message without the Go types and fields it names on the way to the
+// failure (`source.rawPage[...].Items: ...: Name: unexpected EOF`): the parts of the message
+// that are words, not Go paths.
+func decodeText(err error) string {
+	var keep []string
+	for _, part := range strings.Split(userText(err), ": ") {
+		if strings.Contains(part, " ") || len(keep) == 0 && !strings.ContainsAny(part, ".[]") {
+			keep = append(keep, part)
+		}
+	}
+	if len(keep) == 0 {
+		return "malformed JSON"
+	}
+	return strings.Join(keep, ": ")
+}
+
+// malformedError is a list page that is not the JSON list it should be.
+type malformedError struct {
+	msg   string
+	cause error
+}
+
+func (e *malformedError) Error() string { return "the answer is not a valid list: " + e.msg }
+
+func (e *malformedError) Unwrap() error { return e.cause }

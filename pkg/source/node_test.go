@@ -183,12 +183,12 @@ func TestDeniedNodeReadsLeaveLocalityUnknown(t *testing.T) {
 			fail: func(string) error { return apierrors.NewInternalError(errors.New("etcd is sad")) },
 			wantIssues: []issue{
 				{Severity: "warning", Incomplete: []string{"Node"},
-					Message: "cannot get nodes/node-a: Internal error occurred: etcd is sad; locality unknown for the pods on that node"},
+					Message: "server error (500): cannot get nodes/node-a: Internal error occurred: etcd is sad; locality unknown for the pods on that node"},
 				{Severity: "warning", Incomplete: []string{"Node"},
-					Message: "cannot get nodes/node-b: Internal error occurred: etcd is sad; locality unknown for the pods on that node"},
+					Message: "server error (500): cannot get nodes/node-b: Internal error occurred: etcd is sad; locality unknown for the pods on that node"},
 			},
-			wantIncomplete: "cannot get nodes/node-a: Internal error occurred: etcd is sad; locality unknown for the pods on that node; " +
-				"cannot get nodes/node-b: Internal error occurred: etcd is sad; locality unknown for the pods on that node",
+			wantIncomplete: "server error (500): cannot get nodes/node-a: Internal error occurred: etcd is sad; locality unknown for the pods on that node; " +
+				"server error (500): cannot get nodes/node-b: Internal error occurred: etcd is sad; locality unknown for the pods on that node",
 		},
 	}
 	for _, tt := range tests {

@@ -128,14 +128,40 @@ func load(ctx context.Context, s Spec, c *clients) (*model.Snapshot, error) {
 		}
 	}
 	if len(s.Files) > 0 {
+		first := len(l.issues)
 		if err := l.readFiles(); err != nil {
 			return nil, err
+		}
+		if s.Overlay {
+			l.liveStandsIn(l.issues[first:])
 		}
 	}
 	if err := l.resolveMesh(); err != nil {
 		return nil, err
 	}
 	return l.snapshot(), nil
+}
+
+// liveStandsIn warns, for each file object of an overlay skipped as malformed whose live
+// object is still in the snapshot, that the what-if for it could not be applied: the answer is
+// the live object's.
+func (l *loader) liveStandsIn(fileIssues []model.LoadIssue) {
+	said := map[model.ObjectKey]bool{}
+	for _, is := range fileIssues {
+		if is.Severity != "error" || is.Resource == nil {
+			continue
+		}
+		key := model.ObjectKey{Kind: is.Resource.Kind, Namespace: is.Resource.Namespace, Name: is.Resource.Name}
+		if _, live := l.objs[key]; !live || l.fromFile[key] || said[key] {
+			continue
+		}
+		said[key] = true
+		ref := *is.Resource
+		l.issue(model.LoadIssue{
+			Severity: "warning", Resource: &ref, Position: is.Position,
+			Message: "the what-if for this object could not be applied: its file definition is skipped, so the live object is used",
+		})
+	}
 }
 
 // loader accumulates objects, their sources and the load issues.
