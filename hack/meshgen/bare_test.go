@@ -96,6 +96,7 @@ func TestPlanMirrorsThePlugin(t *testing.T) {
 		"/apis/security.istio.io/v1/namespaces/ns-000/peerauthentications",
 		"/apis/security.istio.io/v1/namespaces/ns-001/peerauthentications",
 		"/api/v1/namespaces/istio-system/configmaps/istio",
+		"/apis/apps/v1/namespaces/istio-system/deployments?labelSelector=app%3Distiod",
 	}
 	if strings.Join(paths, "\n") != strings.Join(want, "\n") {
 		t.Errorf("cluster reads:\n%s\nwant:\n%s", strings.Join(paths, "\n"), strings.Join(want, "\n"))
@@ -127,6 +128,63 @@ func TestAuthzPlanGetsThePod(t *testing.T) {
 		}
 		if len(pods) != 1 || pods[0] != tc.pods {
 			t.Errorf("%s: pod reads %v, want [%s]", tc.args, pods, tc.pods)
+		}
+	}
+}
+
+func TestCheckPlanReads(t *testing.T) {
+	for _, tc := range []struct {
+		args string
+		want []string
+	}{
+		{"check -A", []string{
+			"/api/v1/namespaces",
+			"/api/v1/services",
+			"/api/v1/pods",
+			"/apis/networking.istio.io/v1/serviceentries",
+			"/apis/networking.istio.io/v1/workloadentries",
+			"/apis/networking.istio.io/v1/destinationrules",
+			"/apis/networking.istio.io/v1/virtualservices",
+			"/apis/networking.istio.io/v1/sidecars",
+			"/apis/networking.istio.io/v1alpha3/envoyfilters",
+			"/apis/security.istio.io/v1/peerauthentications",
+			"/apis/security.istio.io/v1/authorizationpolicies",
+			"/api/v1/namespaces/istio-system/configmaps/istio",
+			"/apis/apps/v1/namespaces/istio-system/deployments?labelSelector=app%3Distiod",
+		}},
+		{"check -n ns-003 --fail-on never", []string{
+			"/api/v1/namespaces",
+			"/api/v1/services",
+			"/api/v1/pods",
+			"/apis/networking.istio.io/v1/serviceentries",
+			"/apis/networking.istio.io/v1/workloadentries",
+			"/apis/networking.istio.io/v1/destinationrules",
+			"/apis/networking.istio.io/v1/virtualservices",
+			"/apis/networking.istio.io/v1/namespaces/istio-system/sidecars",
+			"/apis/networking.istio.io/v1/namespaces/ns-003/sidecars",
+			"/apis/networking.istio.io/v1alpha3/namespaces/istio-system/envoyfilters",
+			"/apis/networking.istio.io/v1alpha3/namespaces/ns-003/envoyfilters",
+			"/apis/security.istio.io/v1/peerauthentications",
+			"/apis/security.istio.io/v1/namespaces/istio-system/authorizationpolicies",
+			"/apis/security.istio.io/v1/namespaces/ns-003/authorizationpolicies",
+			"/api/v1/namespaces/istio-system/configmaps/istio",
+			"/apis/apps/v1/namespaces/istio-system/deployments?labelSelector=app%3Distiod",
+		}},
+	} {
+		a, err := parsePluginArgs(strings.Fields(tc.args))
+		if err != nil {
+			t.Fatal(err)
+		}
+		reads, err := planFor(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var paths []string
+		for _, task := range tasksFor(reads, a.istioNamespace) {
+			paths = append(paths, task.path)
+		}
+		if strings.Join(paths, "\n") != strings.Join(tc.want, "\n") {
+			t.Errorf("%s reads:\n%s\nwant:\n%s", tc.args, strings.Join(paths, "\n"), strings.Join(tc.want, "\n"))
 		}
 	}
 }
