@@ -65,6 +65,7 @@ var bareKinds = []bareKind{
 	{"Sidecar", "/apis/networking.istio.io/v1", "sidecars", false, acceptJSON},
 	{"EnvoyFilter", "/apis/networking.istio.io/v1alpha3", "envoyfilters", false, acceptJSON},
 	{"PeerAuthentication", "/apis/security.istio.io/v1", "peerauthentications", false, acceptJSON},
+	{"RequestAuthentication", "/apis/security.istio.io/v1", "requestauthentications", false, acceptJSON},
 	{"AuthorizationPolicy", "/apis/security.istio.io/v1", "authorizationpolicies", false, acceptJSON},
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -185,6 +186,31 @@ func TestCheckPlanReads(t *testing.T) {
 		}
 		if strings.Join(paths, "\n") != strings.Join(tc.want, "\n") {
 			t.Errorf("%s reads:\n%s\nwant:\n%s", tc.args, strings.Join(paths, "\n"), strings.Join(tc.want, "\n"))
+		}
+	}
+}
+
+// TestBareKindsCoverThePlans checks that every kind the plans read has a REST resource here:
+// a kind missing from bareKinds would silently drop its reads from the comparison.
+func TestBareKindsCoverThePlans(t *testing.T) {
+	for _, args := range []string{
+		"cluster svc-00000.ns-000.svc.cluster.local -n ns-001 --from pod/p",
+		"authz pod/p -n ns-002",
+		"check -A",
+		"check -n ns-003",
+	} {
+		a, err := parsePluginArgs(strings.Fields(args))
+		if err != nil {
+			t.Fatal(err)
+		}
+		reads, err := planFor(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range reads {
+			if !slices.ContainsFunc(bareKinds, func(k bareKind) bool { return k.kind == r.Kind }) {
+				t.Errorf("%s: the plan reads %s, which the bare reads do not know", args, r.Kind)
+			}
 		}
 	}
 }
