@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench.sh: the performance benchmark of docs/performance.md, from a clean clone.
 #
-#   hack/bench.sh [--scale F] [--repeat N] [--offline-repeat N] [--no-slope] [--skip live,engine,istio]
+#   hack/bench.sh [--scale F] [--repeat N] [--offline-repeat N] [--no-slope] [--skip live,check,analyze,engine,istio]
 #                 [--workdir DIR] [--keep] [--seed N] [--workers N] [--engine-timeout DURATION]
 #
 # It starts a real kube-apiserver and etcd (hack/kube-env.sh), fills them with the synthetic mesh
@@ -11,8 +11,10 @@
 #   1. kubectl mesh-explain cluster/authz live (wall time, peak RSS);
 #   2. the bare API reads those commands make, issued by a minimal client (meshgen bare-reads);
 #   3. the same explains offline with -f on the files;
-#   4. the engines alone (go test -bench, snapshot loaded);
-#   5. Istio's own cluster generation for the same proxy and mesh (conformance module), by turns
+#   4. `check -A` live, its bare reads, and `check -A -f` on the files beside `istioctl analyze
+#      --use-kube=false -A` on them (istioctl from hack/istioctl.sh), with what each finds;
+#   5. the engines alone (go test -bench, snapshot loaded);
+#   6. Istio's own cluster generation for the same proxy and mesh (conformance module), by turns
 #      with the engine's every-cluster loop in one process, their ratio taken per round.
 # With the slope on (the default) it does so at F/4, F/2 and F, growing the cluster in place.
 # The results go to DIR/report.md (default DIR: a new directory under /tmp) and stdout.
@@ -32,7 +34,7 @@ seed=1
 workers=8
 engine_timeout=20m
 
-usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
 # shellcheck disable=SC2086 # BENCH_FLAGS is a list of words
 set -- ${BENCH_FLAGS:-} "$@"
 while [[ $# -gt 0 ]]; do
@@ -78,6 +80,13 @@ meshgen="$workdir/bin/meshgen"
 plugin="$workdir/bin/kubectl-mesh_explain"
 sizes=(--seed "$seed")
 
+check_flags=()
+skipped check && check_flags+=(--check=false)
+if ! skipped analyze && ! skipped check; then
+  log "building (or reusing) istioctl"
+  check_flags+=(--istioctl "$(hack/istioctl.sh)")
+fi
+
 results=()
 if ! skipped live; then
   kube="$workdir/kube"
@@ -103,7 +112,7 @@ if ! skipped live; then
     log "scale $s: measuring"
     "$meshgen" measure --kubeconfig "$kube/admin.kubeconfig" --plugin "$plugin" --files "$workdir/files-$s" \
       --scale "$s" "${sizes[@]}" --repeat "$repeat" --offline-repeat "$offline_repeat" \
-      --audit-log "$kube/audit.log" --out "$workdir/results-$s.json" >&2
+      --audit-log "$kube/audit.log" "${check_flags[@]}" --out "$workdir/results-$s.json" >&2
     results+=("$workdir/results-$s.json")
     rm -rf "$workdir/files-$s"
     prev="$s"

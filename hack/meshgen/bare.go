@@ -65,15 +65,19 @@ var bareKinds = []bareKind{
 	{"Sidecar", "/apis/networking.istio.io/v1", "sidecars", false, acceptJSON},
 	{"EnvoyFilter", "/apis/networking.istio.io/v1alpha3", "envoyfilters", false, acceptJSON},
 	{"PeerAuthentication", "/apis/security.istio.io/v1", "peerauthentications", false, acceptJSON},
+	{"RequestAuthentication", "/apis/security.istio.io/v1", "requestauthentications", false, acceptJSON},
 	{"AuthorizationPolicy", "/apis/security.istio.io/v1", "authorizationpolicies", false, acceptJSON},
 }
 
 // pluginArgs is the part of a plugin command line that decides its reads.
 type pluginArgs struct {
 	verb, target, namespace, from, selector, istioNamespace string
+	// allNamespaces is -A (check).
+	allNamespaces bool
 }
 
-// parsePluginArgs reads a `cluster HOST ...` or `authz pod/NAME ...` command line.
+// parsePluginArgs reads a `cluster HOST ...`, `authz pod/NAME ...` or `check [-A] ...` command
+// line.
 func parsePluginArgs(args []string) (pluginArgs, error) {
 	a := pluginArgs{istioNamespace: "istio-system"}
 	var pos []string
@@ -99,7 +103,9 @@ func parsePluginArgs(args []string) (pluginArgs, error) {
 			a.selector, err = next()
 		case "--istio-namespace":
 			a.istioNamespace, err = next()
-		case "--port", "--subset", "-o", "--output", "--kubeconfig", "--context":
+		case "-A", "--all-namespaces":
+			a.allNamespaces = true
+		case "--port", "--subset", "-o", "--output", "--kubeconfig", "--context", "--fail-on", "--ignore":
 			_, err = next()
 		default:
 			if strings.HasPrefix(name, "-") {
@@ -112,7 +118,7 @@ func parsePluginArgs(args []string) (pluginArgs, error) {
 		}
 	}
 	if len(pos) == 0 {
-		return a, errors.New("want cluster HOST or authz pod/NAME")
+		return a, errors.New("want cluster HOST, authz pod/NAME or check")
 	}
 	a.verb = pos[0]
 	if len(pos) > 1 {
@@ -125,7 +131,7 @@ func parsePluginArgs(args []string) (pluginArgs, error) {
 }
 
 // planFor returns the reads the plugin plans for a command line, from the plugin's own plan
-// (pkg/plan Cluster.Reads and Authz.Reads), for a cluster whose mesh ConfigMap names
+// (pkg/plan Cluster.Reads, Authz.Reads and Check.Reads), for a cluster whose mesh ConfigMap names
 // --istio-namespace as the root namespace (the generated mesh does).
 func planFor(a pluginArgs) ([]source.Read, error) {
 	root := a.istioNamespace
@@ -153,8 +159,14 @@ func planFor(a pluginArgs) ([]source.Read, error) {
 			}
 		}
 		return plan.NewAuthz(q, source.Spec{}, root, true).Reads(), nil
+	case "check":
+		var namespaces []string
+		if !a.allNamespaces {
+			namespaces = []string{a.namespace}
+		}
+		return plan.NewCheck(namespaces, source.Spec{}, root, true).Reads(), nil
 	}
-	return nil, fmt.Errorf("unknown command %q (want cluster or authz)", a.verb)
+	return nil, fmt.Errorf("unknown command %q (want cluster, authz or check)", a.verb)
 }
 
 // sortedNames is a sorted, de-duplicated list without empty names.
@@ -183,7 +195,7 @@ type bareTask struct {
 
 // tasksFor turns reads into requests the way pkg/source planReads does: one task per kind and
 // namespace in kind-table order, a get per named Namespace, a get per name in a namespace no
-// read of the kind lists, then the get of the mesh ConfigMap.
+// read of the kind lists, then the get of the mesh ConfigMap and the list of istiod Deployments.
 func tasksFor(reads []source.Read, istioNamespace string) []*bareTask {
 	nss := map[string][]string{}
 	names := map[string]map[string][]string{}
@@ -236,6 +248,10 @@ func tasksFor(reads []source.Read, istioNamespace string) []*bareTask {
 	}
 	cm := bareKind{kind: "ConfigMap", prefix: "/api/v1", resource: "configmaps", accept: acceptProtobuf}
 	tasks = append(tasks, &bareTask{kind: cm, path: "/api/v1/namespaces/" + istioNamespace + "/configmaps/istio", get: true})
+	// Beside its reads, a live command lists the istiod Deployments by label, in one request
+	// (pkg/cli withIstiodCheck, listIstiods), to warn about another Istio version.
+	deploy := bareKind{kind: "Deployment", prefix: "/apis/apps/v1", resource: "deployments", accept: acceptProtobuf}
+	tasks = append(tasks, &bareTask{kind: deploy, path: "/apis/apps/v1/namespaces/" + istioNamespace + "/deployments?labelSelector=app%3Distiod", get: true})
 	return tasks
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -96,6 +97,7 @@ func TestPlanMirrorsThePlugin(t *testing.T) {
 		"/apis/security.istio.io/v1/namespaces/ns-000/peerauthentications",
 		"/apis/security.istio.io/v1/namespaces/ns-001/peerauthentications",
 		"/api/v1/namespaces/istio-system/configmaps/istio",
+		"/apis/apps/v1/namespaces/istio-system/deployments?labelSelector=app%3Distiod",
 	}
 	if strings.Join(paths, "\n") != strings.Join(want, "\n") {
 		t.Errorf("cluster reads:\n%s\nwant:\n%s", strings.Join(paths, "\n"), strings.Join(want, "\n"))
@@ -127,6 +129,88 @@ func TestAuthzPlanGetsThePod(t *testing.T) {
 		}
 		if len(pods) != 1 || pods[0] != tc.pods {
 			t.Errorf("%s: pod reads %v, want [%s]", tc.args, pods, tc.pods)
+		}
+	}
+}
+
+func TestCheckPlanReads(t *testing.T) {
+	for _, tc := range []struct {
+		args string
+		want []string
+	}{
+		{"check -A", []string{
+			"/api/v1/namespaces",
+			"/api/v1/services",
+			"/api/v1/pods",
+			"/apis/networking.istio.io/v1/serviceentries",
+			"/apis/networking.istio.io/v1/workloadentries",
+			"/apis/networking.istio.io/v1/destinationrules",
+			"/apis/networking.istio.io/v1/virtualservices",
+			"/apis/networking.istio.io/v1/sidecars",
+			"/apis/networking.istio.io/v1alpha3/envoyfilters",
+			"/apis/security.istio.io/v1/peerauthentications",
+			"/apis/security.istio.io/v1/authorizationpolicies",
+			"/api/v1/namespaces/istio-system/configmaps/istio",
+			"/apis/apps/v1/namespaces/istio-system/deployments?labelSelector=app%3Distiod",
+		}},
+		{"check -n ns-003 --fail-on never", []string{
+			"/api/v1/namespaces",
+			"/api/v1/services",
+			"/api/v1/pods",
+			"/apis/networking.istio.io/v1/serviceentries",
+			"/apis/networking.istio.io/v1/workloadentries",
+			"/apis/networking.istio.io/v1/destinationrules",
+			"/apis/networking.istio.io/v1/virtualservices",
+			"/apis/networking.istio.io/v1/namespaces/istio-system/sidecars",
+			"/apis/networking.istio.io/v1/namespaces/ns-003/sidecars",
+			"/apis/networking.istio.io/v1alpha3/namespaces/istio-system/envoyfilters",
+			"/apis/networking.istio.io/v1alpha3/namespaces/ns-003/envoyfilters",
+			"/apis/security.istio.io/v1/peerauthentications",
+			"/apis/security.istio.io/v1/namespaces/istio-system/authorizationpolicies",
+			"/apis/security.istio.io/v1/namespaces/ns-003/authorizationpolicies",
+			"/api/v1/namespaces/istio-system/configmaps/istio",
+			"/apis/apps/v1/namespaces/istio-system/deployments?labelSelector=app%3Distiod",
+		}},
+	} {
+		a, err := parsePluginArgs(strings.Fields(tc.args))
+		if err != nil {
+			t.Fatal(err)
+		}
+		reads, err := planFor(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var paths []string
+		for _, task := range tasksFor(reads, a.istioNamespace) {
+			paths = append(paths, task.path)
+		}
+		if strings.Join(paths, "\n") != strings.Join(tc.want, "\n") {
+			t.Errorf("%s reads:\n%s\nwant:\n%s", tc.args, strings.Join(paths, "\n"), strings.Join(tc.want, "\n"))
+		}
+	}
+}
+
+// TestBareKindsCoverThePlans checks that every kind the plans read has a REST resource here:
+// a kind missing from bareKinds would silently drop its reads from the comparison.
+func TestBareKindsCoverThePlans(t *testing.T) {
+	for _, args := range []string{
+		"cluster svc-00000.ns-000.svc.cluster.local -n ns-001 --from pod/p",
+		"authz pod/p -n ns-002",
+		"check -A",
+		"check -n ns-003",
+	} {
+		a, err := parsePluginArgs(strings.Fields(args))
+		if err != nil {
+			t.Fatal(err)
+		}
+		reads, err := planFor(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range reads {
+			if !slices.ContainsFunc(bareKinds, func(k bareKind) bool { return k.kind == r.Kind }) {
+				t.Errorf("%s: the plan reads %s, which the bare reads do not know", args, r.Kind)
+			}
 		}
 	}
 }

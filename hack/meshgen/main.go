@@ -6,6 +6,7 @@
 //	meshgen bare-reads --kubeconfig FILE -- ARGS...  issue exactly the reads the plugin makes for ARGS
 //	meshgen measure --kubeconfig FILE --plugin BIN   time the live, bare and offline runs
 //	meshgen report RESULTS...                        print the results as Markdown tables
+//	meshgen compare-analyze --istioctl BIN DIR...    check and istioctl analyze on the same files
 //
 // The mesh is seeded and reproducible (internal/testkit/meshgen); --scale 1 is 10,000 Services
 // over 100 namespaces. hack/bench.sh runs the whole benchmark.
@@ -45,6 +46,8 @@ func main() {
 		err = measure(args)
 	case "report":
 		err = report(args)
+	case "compare-analyze":
+		err = compareAnalyzeCmd(args)
 	case "noop":
 		// The startup cost of this binary, for the measurements' baseline.
 	case "-h", "--help", "help":
@@ -70,6 +73,7 @@ commands:
   bare-reads  issue exactly the list and get requests the plugin makes for a command line
   measure     time the plugin live, the bare reads and the plugin offline, side by side
   report      print measure and go test -bench results as Markdown tables
+  compare-analyze  run check and istioctl analyze on the same files and tabulate what each finds
 
 Run "meshgen COMMAND -h" for the flags of a command.
 `)

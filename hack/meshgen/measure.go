@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -34,6 +35,8 @@ type Results struct {
 	// Audit compares, per command, the requests the API server saw from the plugin and from
 	// the bare reads.
 	Audit []AuditCheck `json:"audit,omitempty"`
+	// Analyze compares what `check -A -f` and `istioctl analyze` found on the files.
+	Analyze *AnalyzeComparison `json:"analyze,omitempty"`
 }
 
 // Machine describes where the benchmark ran.
@@ -48,8 +51,9 @@ type Machine struct {
 // Step is one measured command and its samples.
 type Step struct {
 	Name string `json:"name"`
-	// Verb is cluster or authz ("" for the startup baselines); Mode is live, bare, offline or
-	// startup; Output is the -o value ("table": none given).
+	// Verb is cluster, authz or check, or analyze for istioctl analyze ("" for the startup
+	// baselines); Mode is live, bare, offline or startup; Output is the -o value ("table": none
+	// given).
 	Verb    string   `json:"verb,omitempty"`
 	Mode    string   `json:"mode"`
 	Output  string   `json:"output,omitempty"`
@@ -92,7 +96,18 @@ const (
 type child struct {
 	step Step
 	argv []string
+	// okExit are the exit codes besides 0 that are a normal end: check and istioctl analyze
+	// exit 79 when they find something.
+	okExit []int
+	// capture keeps the child's standard output (run returns it).
+	capture bool
 }
+
+// exitFindings is the exit code of check and of istioctl analyze when they find something.
+const exitFindings = 79
+
+// checkArgs is the check command the benchmark measures: every namespace.
+var checkArgs = []string{"check", "-A"}
 
 // stepName spells a step: `cluster live`, `cluster live -o json`, `cluster bare reads`.
 func stepName(verb, mode, output string) string {
@@ -126,6 +141,8 @@ func measure(args []string) error {
 	outputs := fs.String("outputs", "table,json", "the -o values of the live runs, comma-separated (table: the default output)")
 	offlineOutputs := fs.String("offline-outputs", "table", "the -o values of the offline runs, comma-separated")
 	offlineRepeat := fs.Int("offline-repeat", 0, "runs of each offline command (0: --repeat)")
+	withCheck := fs.Bool("check", true, "measure `check -A` too: live, its bare reads, and offline on --files")
+	istioctl := fs.String("istioctl", "", "istioctl binary (hack/istioctl.sh): measure `istioctl analyze --use-kube=false -A` on --files beside `check -A -f`")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -159,13 +176,25 @@ func measure(args []string) error {
 	var children []child
 	add := func(verb, mode, output string, argv []string) {
 		children = append(children, child{step: Step{Name: stepName(verb, mode, output), Verb: verb, Mode: mode, Output: output,
-			Command: displayCommand(argv)}, argv: argv})
+			Command: displayCommand(argv, *filesDir)}, argv: argv})
+		if verb == "check" || verb == "analyze" {
+			children[len(children)-1].okExit = []int{exitFindings}
+		}
 	}
 	for _, c := range commands {
 		for _, o := range strings.Split(*outputs, ",") {
 			add(c.verb, modeLive, o, concat([]string{*plugin}, c.args, outputArgs(o), kc))
 		}
 		add(c.verb, modeBare, "", concat([]string{self, "bare-reads"}, kc, c.bare, []string{"--"}, c.args))
+	}
+	if *withCheck {
+		add("check", modeLive, "", concat([]string{*plugin}, checkArgs, kc))
+		add("check", modeBare, "", concat([]string{self, "bare-reads"}, kc, []string{"--"}, checkArgs))
+		commands = append(commands, struct {
+			verb string
+			args []string
+			bare []string
+		}{"check", checkArgs, nil})
 	}
 	if *filesDir != "" {
 		n, err := dirBytes(*filesDir)
@@ -177,6 +206,9 @@ func measure(args []string) error {
 			for _, o := range strings.Split(*offlineOutputs, ",") {
 				add(c.verb, modeOffline, o, concat([]string{*plugin}, c.args, outputArgs(o), []string{"-f", *filesDir, "-R"}))
 			}
+		}
+		if *istioctl != "" {
+			add("analyze", modeOffline, "", analyzeArgv(*istioctl, *filesDir))
 		}
 	}
 	children = append(children,
@@ -193,7 +225,7 @@ func measure(args []string) error {
 				return err
 			}
 		}
-		if _, err := run(c); err != nil {
+		if _, _, err := run(c); err != nil {
 			return err
 		}
 		if *auditLog == "" || c.step.Mode != modeBare {
@@ -215,6 +247,16 @@ func measure(args []string) error {
 				check.Command, strings.Join(check.Plugin, " "), strings.Join(check.Bare, " "))
 		}
 	}
+	if *istioctl != "" && *filesDir != "" && *withCheck {
+		// What each finds, from one more run of each with -o json (not timed).
+		if res.Analyze, err = compareOnFiles(*plugin, *istioctl, *filesDir); err != nil {
+			return err
+		}
+		if n := len(res.Analyze.Missing); n > 0 {
+			fmt.Fprintf(os.Stderr, "meshgen: warning: check does not report %d of the %d undefined subsets istioctl analyze reports (IST0101)\n",
+				n, len(res.Analyze.SubsetRefs))
+		}
+	}
 	for _, c := range children {
 		res.Steps = append(res.Steps, c.step)
 	}
@@ -226,7 +268,7 @@ func measure(args []string) error {
 			if (c.step.Mode == modeOffline && r >= *offlineRepeat) || (c.step.Mode != modeOffline && r >= *repeat) {
 				continue
 			}
-			s, err := run(c)
+			s, _, err := run(c)
 			if err != nil {
 				return err
 			}
@@ -253,16 +295,43 @@ func concat(parts ...[]string) []string {
 	return out
 }
 
-// displayCommand spells a child's command line with the binaries by base name.
-func displayCommand(argv []string) string {
+// displayCommand spells a child's command line with the binaries, the kubeconfig and the
+// files directory by base name.
+func displayCommand(argv []string, filesDir string) string {
 	out := slices.Clone(argv)
 	out[0] = filepath.Base(out[0])
 	for i := range out {
-		if i > 0 && (out[i-1] == "--kubeconfig" || out[i-1] == "-f") {
+		if i > 0 && (out[i-1] == "--kubeconfig" || out[i-1] == "-f" || (filesDir != "" && out[i] == filesDir)) {
 			out[i] = filepath.Base(out[i])
 		}
 	}
 	return strings.Join(out, " ")
+}
+
+// analyzeArgv is istioctl analyze of the files alone, every namespace.
+func analyzeArgv(istioctl string, paths ...string) []string {
+	return concat([]string{istioctl, "analyze", "--use-kube=false", "-A"}, paths)
+}
+
+// compareOnFiles runs `check -A -f DIR -R -o json` and `istioctl analyze -o json` on the files
+// once each and compares what they found.
+func compareOnFiles(plugin, istioctl, dir string) (*AnalyzeComparison, error) {
+	checkOut, err := output(child{argv: concat([]string{plugin}, checkArgs, []string{"-f", dir, "-R", "-o", "json"}), okExit: []int{exitFindings}})
+	if err != nil {
+		return nil, err
+	}
+	analyzeOut, err := output(child{argv: concat(analyzeArgv(istioctl, dir), []string{"-o", "json"}), okExit: []int{exitFindings}})
+	if err != nil {
+		return nil, err
+	}
+	return compareAnalyze(checkOut, analyzeOut)
+}
+
+// output runs a child under GNU time and returns its standard output.
+func output(c child) ([]byte, error) {
+	c.capture = true
+	_, out, err := run(c)
+	return out, err
 }
 
 // timeBin is GNU time. It forks, so the peak RSS it reports is the child's own; a child started
@@ -270,47 +339,57 @@ func displayCommand(argv []string) string {
 const timeBin = "/usr/bin/time"
 
 // run starts a child process under GNU time and reports its wall time, from start to exit,
-// its CPU time and its peak RSS.
-func run(c child) (Sample, error) {
+// its CPU time and its peak RSS; with c.capture, it returns the child's standard output (else
+// it goes to /dev/null).
+func run(c child) (Sample, []byte, error) {
 	rf, err := os.CreateTemp("", "meshgen-time-")
 	if err != nil {
-		return Sample{}, err
+		return Sample{}, nil, err
 	}
 	rf.Close()
 	defer os.Remove(rf.Name())
 	argv := append([]string{timeBin, "-f", "%M %U %S", "-o", rf.Name()}, c.argv...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	var stdout, stderr bytes.Buffer
-	if c.step.Mode == modeBare {
+	if c.capture || c.step.Mode == modeBare {
 		cmd.Stdout = &stdout
 	}
 	cmd.Stderr = &stderr
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return Sample{}, err
+		return Sample{}, nil, err
 	}
 	err = cmd.Wait()
 	wall := time.Since(start)
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && slices.Contains(c.okExit, exit.ExitCode()) {
+		err = nil
+	}
 	if err != nil {
-		return Sample{}, fmt.Errorf("%s: %v\n%s", displayCommand(c.argv), err, stderr.String())
+		return Sample{}, nil, fmt.Errorf("%s: %v\n%s", displayCommand(c.argv, ""), err, stderr.String())
 	}
 	s := Sample{WallNanos: wall.Nanoseconds()}
-	out, err := os.ReadFile(rf.Name())
+	report, err := os.ReadFile(rf.Name())
 	if err != nil {
-		return Sample{}, err
+		return Sample{}, nil, err
 	}
 	var user, sys float64
-	if _, err := fmt.Sscanf(string(out), "%d %f %f", &s.MaxRSSKiB, &user, &sys); err != nil {
-		return Sample{}, fmt.Errorf("reading %s's report %q: %v", timeBin, out, err)
+	// GNU time writes "Command exited with non-zero status N" before its report.
+	line := strings.TrimSpace(string(report))
+	if i := strings.LastIndexByte(line, '\n'); i >= 0 {
+		line = line[i+1:]
+	}
+	if _, err := fmt.Sscanf(line, "%d %f %f", &s.MaxRSSKiB, &user, &sys); err != nil {
+		return Sample{}, nil, fmt.Errorf("reading %s's report %q: %v", timeBin, report, err)
 	}
 	s.CPUNanos = int64((user + sys) * 1e9)
 	if c.step.Mode == modeBare {
 		s.Bare = &BareResult{}
 		if err := json.Unmarshal(stdout.Bytes(), s.Bare); err != nil {
-			return Sample{}, fmt.Errorf("reading the bare reads' result: %v", err)
+			return Sample{}, nil, fmt.Errorf("reading the bare reads' result: %v", err)
 		}
 	}
-	return s, nil
+	return s, stdout.Bytes(), nil
 }
 
 func fileSize(path string) (int64, error) {

@@ -187,6 +187,12 @@ func printMeasure(w io.Writer, r *Results) {
 	for _, c := range r.Audit {
 		fmt.Fprintf(w, "same requests as the plugin (%s): %v (%d requests)\n", c.Command, c.Same, len(c.Plugin))
 	}
+	if ratio, ok := r.checkVsAnalyze(); ok {
+		fmt.Fprintf(w, "ratio check offline / analyze offline: %.2f\n", ratio.median)
+	}
+	if a := r.Analyze; a != nil {
+		fmt.Fprintf(w, "undefined subsets (IST0101) check reports as D10: %d of %d\n", len(a.SubsetRefs)-len(a.Missing), len(a.SubsetRefs))
+	}
 }
 
 // benchResult is one `go test -bench` line.
@@ -383,7 +389,7 @@ func writeLive(w io.Writer, r *Results) {
 		ratio := ratioStats(live, bare)
 		rss := live.rss().median
 		fmt.Fprintf(w, "| `%s%s` | %s | %s | %.2f (%.2f–%.2f) | %d | %s | %s | %.1f |\n",
-			live.Verb, strings.Join(append([]string{""}, outputArgs(live.Output)...), " "), durCell(live.wall()), durCell(bare.wall()),
+			verbText(live.Verb), strings.Join(append([]string{""}, outputArgs(live.Output)...), " "), durCell(live.wall()), durCell(bare.wall()),
 			ratio.median, ratio.min, ratio.max, b.Requests, fmtBytes(float64(b.Bytes)), fmtBytes(rss), (rss-startRSS)/float64(b.Bytes))
 	}
 	fmt.Fprintln(w)
@@ -409,11 +415,60 @@ func writeLive(w io.Writer, r *Results) {
 		fmt.Fprintf(w, "| Offline (`-f DIR -R`), %d runs | Wall | CPU | Peak RSS |\n", len(off[0].Samples))
 		fmt.Fprintln(w, "|---|---|---|---|")
 		for _, s := range off {
-			fmt.Fprintf(w, "| `%s%s` | %s | %s | %s |\n", s.Verb, strings.Join(append([]string{""}, outputArgs(s.Output)...), " "),
+			fmt.Fprintf(w, "| `%s%s` | %s | %s | %s |\n", verbText(s.Verb), strings.Join(append([]string{""}, outputArgs(s.Output)...), " "),
 				durCell(s.wall()), fmtDur(s.cpu().median), fmtBytes(s.rss().median))
 		}
 		fmt.Fprintln(w)
 	}
+	writeAnalyze(w, r)
+}
+
+// verbText spells a step's command in the tables.
+func verbText(verb string) string {
+	switch verb {
+	case "check":
+		return strings.Join(checkArgs, " ")
+	case "analyze":
+		return "istioctl analyze --use-kube=false -A"
+	}
+	return verb
+}
+
+// checkVsAnalyze is the per-round ratio of the offline check to istioctl analyze, if both ran.
+func (r *Results) checkVsAnalyze() (stats, bool) {
+	var chk, an *Step
+	for _, s := range r.steps(modeOffline) {
+		switch {
+		case s.Verb == "check" && (s.Output == "" || s.Output == "table"):
+			chk = s
+		case s.Verb == "analyze":
+			an = s
+		}
+	}
+	if chk == nil || an == nil {
+		return stats{}, false
+	}
+	return ratioStats(chk, an), true
+}
+
+// writeAnalyze says how the offline check compares with istioctl analyze on the same files.
+func writeAnalyze(w io.Writer, r *Results) {
+	ratio, ok := r.checkVsAnalyze()
+	if !ok && r.Analyze == nil {
+		return
+	}
+	if ok {
+		fmt.Fprintf(w, "- `check -A -f DIR -R` ÷ `istioctl analyze --use-kube=false -A DIR`, per round: %.2f (%.2f–%.2f)\n", ratio.median, ratio.min, ratio.max)
+	}
+	if a := r.Analyze; a != nil {
+		fmt.Fprintf(w, "- istioctl analyze: %s; check: %s\n", countsText(a.AnalyzeCodes), countsText(a.CheckIDs))
+		fmt.Fprintf(w, "- routes to an undefined subset (IST0101) that check reports as D10: %d of %d\n",
+			len(a.SubsetRefs)-len(a.Missing), len(a.SubsetRefs))
+		for _, m := range a.Missing {
+			fmt.Fprintf(w, "  - not reported by check: %s\n", m)
+		}
+	}
+	fmt.Fprintln(w)
 }
 
 func writeEngine(w io.Writer, benches benchSet, sizes []int) {
@@ -560,7 +615,7 @@ func writeGrowth(w io.Writer, runs []*Results, benches benchSet, sizes []int) {
 			return 0, false
 		})
 	}
-	for _, verb := range []string{"cluster", "authz"} {
+	for _, verb := range []string{"cluster", "authz", "check"} {
 		add(verb+" bytes listed", fmtBytes, func(n int) (float64, bool) {
 			if r := runAt(n); r != nil {
 				if s := r.bareFor(verb); s != nil && s.bare() != nil {

@@ -86,7 +86,7 @@ func Run(snap *model.Snapshot, o Options) (*explain.CheckReport, error) {
 		rep.Scope.Clients += len(c.Members)
 	}
 
-	hostOcc, hosts, err := hostOccurrences(ix, classes, o.Workers)
+	hostOcc, hosts, err := hostOccurrences(ix, classes, planReuse(snap, classes), o.Workers)
 	if err != nil {
 		return nil, err
 	}
@@ -110,9 +110,10 @@ func Run(snap *model.Snapshot, o Options) (*explain.CheckReport, error) {
 }
 
 // hostOccurrences explains every host in the scope of each class's proxy, one Explainer per
-// class (its index and scope kept across the hosts), the classes spread over workers. It
-// returns the occurrences and the number of hosts explained for at least one class.
-func hostOccurrences(ix *index.Index, classes []*Class, workers int) ([]occurrence, int, error) {
+// class (its index and scope kept across the hosts), the classes spread over workers; the
+// classes that take answers of others (reuse) after those. It returns the occurrences, in
+// class order, and the number of hosts explained for at least one class.
+func hostOccurrences(ix *index.Index, classes []*Class, reuse *reusePlan, workers int) ([]occurrence, int, error) {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
@@ -122,23 +123,25 @@ func hostOccurrences(ix *index.Index, classes []*Class, workers int) ([]occurren
 		err   error
 	}
 	results := make([]result, len(classes))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(workers, max(len(classes), 1)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				occ, hosts, err := classOccurrences(ix, classes[i])
-				results[i] = result{occ, hosts, err}
-			}
-		}()
+	for _, phase := range reuse.phases(classes) {
+		next := make(chan int)
+		var wg sync.WaitGroup
+		for range min(workers, max(len(phase), 1)) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range next {
+					occ, hosts, err := classOccurrences(ix, classes[i], reuse)
+					results[i] = result{occ, hosts, err}
+				}
+			}()
+		}
+		for _, i := range phase {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
 	}
-	for i := range classes {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
 	var out []occurrence
 	seen := map[string]bool{}
 	for _, r := range results {
@@ -154,8 +157,9 @@ func hostOccurrences(ix *index.Index, classes []*Class, workers int) ([]occurren
 }
 
 // classOccurrences is what `cluster HOST` reports for each host in the scope of the class's
-// proxy (hostDiagnostics).
-func classOccurrences(ix *index.Index, c *Class) ([]occurrence, []string, error) {
+// proxy (hostDiagnostics), or, where reuse allows, what the class of its namespace's default
+// sidecar was told.
+func classOccurrences(ix *index.Index, c *Class, reuse *reusePlan) ([]occurrence, []string, error) {
 	proxy, err := c.proxy(ix)
 	if err != nil {
 		return nil, nil, err
@@ -169,9 +173,23 @@ func classOccurrences(ix *index.Index, c *Class) ([]occurrence, []string, error)
 	var out []occurrence
 	var hosts []string
 	for _, h := range e.Hosts() {
+		if a, ok := reuse.answer(c, h); ok {
+			if a.inScope {
+				hosts = append(hosts, h)
+				out = appendHost(out, append(slices.Clip(a.diags), e.ProxyDiagnostics()...), h, a.subject, names)
+			}
+			continue
+		}
 		hc, err := e.Host(h)
 		if err != nil {
 			return nil, nil, err
+		}
+		if reuse.records(c) {
+			a := hostAnswer{inScope: hc.Service != nil}
+			if a.inScope {
+				a.subject, a.diags = hc.Service.Ref, hostDiagnostics(nil, hc)
+			}
+			reuse.record(c, proxy, h, a)
 		}
 		if hc.Service == nil {
 			// Outside the proxy's scope: not a host this client sees.
@@ -208,11 +226,14 @@ func classOccurrences(ix *index.Index, c *Class) ([]occurrence, []string, error)
 
 // hostDiagnostics is what `cluster HOST` reports for a host in the scope of the Explainer's
 // proxy: the scope, selection, host and route diagnostics, those of every cluster of every port
-// and subset, and those of the proxy itself.
+// and subset, and those of the proxy itself (none when e is nil).
 func hostDiagnostics(e *envoycluster.Explainer, hc *envoycluster.HostClusters) []explain.Diagnostic {
 	out := slices.Clone(hc.Diagnostics)
 	for _, b := range hc.Clusters {
 		out = append(out, b.Diagnostics...)
+	}
+	if e == nil {
+		return out
 	}
 	return append(out, e.ProxyDiagnostics()...)
 }

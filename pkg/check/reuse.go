@@ -1,0 +1,130 @@
+package check
+
+import (
+	"slices"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
+)
+
+// A namespace's pods that a workloadSelector DestinationRule sets apart get a class of their
+// own (labelKeys), but such a rule changes their answer only for the hosts it can be for: the
+// proxy's labels reach the answer of a host only through the DestinationRule lookup of the
+// client namespace (index pick and whyNot: the workloadSelector rules for the host there), the
+// Sidecar that selects the proxy, and the EnvoyFilters that select it. In a namespace with no
+// Sidecar and no EnvoyFilter selecting by labels (and no root EnvoyFilter that does), a pod's
+// answer for a host that none of the namespace's workloadSelector DestinationRules can be for
+// (index.RuleMayApply) is the namespace default's, whose class is explained first; the pod's
+// class takes it instead of building the host's clusters again. With N namespaces, P pods
+// set apart and H hosts, the hosts explained go from (N+P)·H to N·H plus the hosts of the
+// workloadSelector rules. TestRunEqualsUnionOnBenchMesh and the scenario tests compare the
+// result with every client's own answer.
+
+// hostAnswer is what a class's answer for a host holds, but the proxy's own diagnostics.
+type hostAnswer struct {
+	// inScope is false when the host is outside the proxy's scope.
+	inScope bool
+	subject provenance.Ref
+	diags   []explain.Diagnostic
+}
+
+// reusePlan says which classes take the answers of their namespace default's class.
+type reusePlan struct {
+	// base maps a class to the class of its namespace's default sidecar, whose answers it
+	// takes where it can.
+	base map[*Class]*Class
+	// answers are the answers of each base class, by host, written while the base class is
+	// explained and read only after.
+	answers map[*Class]map[string]hostAnswer
+	// selectorHosts are the spec.host of the workloadSelector DestinationRules of each
+	// namespace.
+	selectorHosts map[string][]string
+}
+
+// planReuse finds the classes that can take their namespace default's answers.
+func planReuse(snap *model.Snapshot, classes []*Class) *reusePlan {
+	p := &reusePlan{base: map[*Class]*Class{}, answers: map[*Class]map[string]hostAnswer{}, selectorHosts: map[string][]string{}}
+	root := snap.RootNamespace()
+	blocked := map[string]bool{}
+	for _, sc := range snap.Sidecars {
+		if sc.Spec.GetWorkloadSelector() != nil {
+			blocked[sc.Namespace] = true
+		}
+	}
+	for _, ef := range snap.EnvoyFilters {
+		if ef.Spec.GetWorkloadSelector() != nil {
+			if ef.Namespace == root {
+				return p
+			}
+			blocked[ef.Namespace] = true
+		}
+	}
+	for _, dr := range snap.DestinationRules {
+		if dr.Spec.GetWorkloadSelector() != nil {
+			p.selectorHosts[dr.Namespace] = append(p.selectorHosts[dr.Namespace], dr.Spec.GetHost())
+		}
+	}
+	defaults := map[string]*Class{}
+	for _, c := range classes {
+		if c.Key == "" && c.Members[0].Ref.Kind == "Namespace" {
+			defaults[c.Namespace] = c
+		}
+	}
+	for _, c := range classes {
+		b := defaults[c.Namespace]
+		if c.Key == "" || b == nil || blocked[c.Namespace] || c.Namespace == root {
+			continue
+		}
+		p.base[c] = b
+		if p.answers[b] == nil {
+			p.answers[b] = map[string]hostAnswer{}
+		}
+	}
+	return p
+}
+
+// records reports whether c's answers are kept for other classes.
+func (p *reusePlan) records(c *Class) bool { return p != nil && p.answers[c] != nil }
+
+// record keeps c's answer for host, unless it names the proxy's labels: the answer of a
+// proxy with other labels would name those.
+func (p *reusePlan) record(c *Class, proxy *index.Proxy, host string, a hostAnswer) {
+	if slices.ContainsFunc(a.diags, func(d explain.Diagnostic) bool { return labelsNamed(d.Message, proxy.Labels) }) {
+		return
+	}
+	p.answers[c][host] = a
+}
+
+// answer returns the base class's answer for host when c can take it.
+func (p *reusePlan) answer(c *Class, host string) (hostAnswer, bool) {
+	if p == nil {
+		return hostAnswer{}, false
+	}
+	b := p.base[c]
+	if b == nil {
+		return hostAnswer{}, false
+	}
+	for _, rh := range p.selectorHosts[c.Namespace] {
+		if index.RuleMayApply(host, c.Namespace, rh, c.Namespace) {
+			return hostAnswer{}, false
+		}
+	}
+	a, ok := p.answers[b][host]
+	return a, ok
+}
+
+// phases orders the classes for hostOccurrences: those whose answers others take first, then
+// those that take them.
+func (p *reusePlan) phases(classes []*Class) [][]int {
+	var first, second []int
+	for i, c := range classes {
+		if p != nil && p.base[c] != nil {
+			second = append(second, i)
+		} else {
+			first = append(first, i)
+		}
+	}
+	return [][]int{first, second}
+}

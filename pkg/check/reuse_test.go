@@ -1,0 +1,58 @@
+package check
+
+import (
+	"reflect"
+	"testing"
+
+	gen "github.com/mesh-explain/kubectl-mesh-explain/internal/testkit/meshgen"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
+)
+
+// TestReuseFindsTheSame explains every host for every class on the generated bench mesh with
+// and without taking the namespace default's answers, and requires the same findings; the
+// mesh has pods that workloadSelector DestinationRules set apart, so some classes take them.
+func TestReuseFindsTheSame(t *testing.T) {
+	sizes := gen.Scaled(0.01) // 100 Services, 200 Pods, 50 DestinationRules
+	sizes.Namespaces = 10
+	snap, _, err := gen.LoadSnapshot(gen.Config{Seed: 3, Sizes: sizes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := index.Build(snap)
+	classes := Classes(snap, Clients(snap, nil))
+	plan := planReuse(snap, classes)
+	if len(plan.base) == 0 {
+		t.Fatal("no class takes its namespace default's answers: the comparison proves nothing")
+	}
+	with, hostsWith, err := hostOccurrences(ix, classes, plan, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken := 0
+	for c, b := range plan.base {
+		for h := range plan.answers[b] {
+			if _, ok := plan.answer(c, h); ok {
+				taken++
+			}
+		}
+	}
+	if taken == 0 {
+		t.Fatal("no answer taken")
+	}
+	without, hostsWithout, err := hostOccurrences(ix, classes, nil, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ign := newIgnorer(snap, nil)
+	a, b := merge(snap, with, ign), merge(snap, without, ign)
+	if hostsWith != hostsWithout || !reflect.DeepEqual(a, b) {
+		t.Errorf("with the answers taken: %d findings over %d hosts; explained by every class: %d over %d", len(a), hostsWith, len(b), hostsWithout)
+		for i := range min(len(a), len(b)) {
+			if !reflect.DeepEqual(a[i], b[i]) {
+				t.Errorf("first difference:\n%+v\n%+v", a[i], b[i])
+				break
+			}
+		}
+	}
+	t.Logf("%d classes, %d take answers (%d host answers taken), %d findings", len(classes), len(plan.base), taken, len(a))
+}
