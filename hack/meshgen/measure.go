@@ -172,7 +172,7 @@ func measure(args []string) error {
 		verb string
 		args []string
 		bare []string
-	}{{"cluster", q.ClusterArgs(), nodes}, {"authz", q.AuthzArgs(), nil}}
+	}{{"cluster", q.ClusterArgs(), nodes}, {"authz", q.AuthzArgs(), nil}, {"authz-sidecar", q.SidecarAuthzArgs(), nil}}
 	var children []child
 	add := func(verb, mode, output string, argv []string) {
 		children = append(children, child{step: Step{Name: stepName(verb, mode, output), Verb: verb, Mode: mode, Output: output,
@@ -477,6 +477,8 @@ func normalizeURI(uri string) string {
 	if q.Has("continue") {
 		q.Set("continue", "*")
 	}
+	// The plugin's default per-request timeout rides along as ?timeout=; it reads the same.
+	q.Del("timeout")
 	if len(q) == 0 {
 		return u.Path
 	}

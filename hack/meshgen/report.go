@@ -430,6 +430,8 @@ func verbText(verb string) string {
 		return strings.Join(checkArgs, " ")
 	case "analyze":
 		return "istioctl analyze --use-kube=false -A"
+	case "authz-sidecar":
+		return "authz (sidecar pod)"
 	}
 	return verb
 }
@@ -615,7 +617,7 @@ func writeGrowth(w io.Writer, runs []*Results, benches benchSet, sizes []int) {
 			return 0, false
 		})
 	}
-	for _, verb := range []string{"cluster", "authz", "check"} {
+	for _, verb := range []string{"cluster", "authz", "authz-sidecar", "check"} {
 		add(verb+" bytes listed", fmtBytes, func(n int) (float64, bool) {
 			if r := runAt(n); r != nil {
 				if s := r.bareFor(verb); s != nil && s.bare() != nil {

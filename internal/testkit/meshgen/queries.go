@@ -39,6 +39,12 @@ func (q Queries) ClusterArgs() []string {
 	return []string{"cluster", q.Host, "-n", q.ClientNamespace, "--from", "pod/" + q.ClientPod}
 }
 
+// SidecarAuthzArgs is the `authz` command line of a sidecar pod: the client pod of `cluster`,
+// whose namespace is outside ambient.
+func (q Queries) SidecarAuthzArgs() []string {
+	return []string{"authz", "pod/" + q.ClientPod, "-n", q.ClientNamespace}
+}
+
 // AuthzArgs is the `authz` command line (after the plugin name), without -f or a kubeconfig.
 func (q Queries) AuthzArgs() []string {
 	return []string{"authz", "pod/" + q.AuthzPod, "-n", q.AuthzNamespace}
