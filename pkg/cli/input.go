@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/plan"
@@ -54,6 +55,11 @@ func (o *CommonOptions) loader(load LoadFunc) plan.Loader {
 				o.stdin = &stdinCopy{data: data, err: err}
 			}
 			spec.Stdin = o.stdin.reader()
+		}
+		if live := spec.Getter != nil && (len(spec.Files) == 0 || spec.Overlay); live && o.progressTo(o.ErrOut) {
+			p := startProgress(o.ErrOut, progressDelay, 250*time.Millisecond)
+			defer p.end()
+			spec.Progress = p.update
 		}
 		return load(ctx, spec)
 	}

@@ -36,6 +36,8 @@ type CommonOptions struct {
 	Recursive bool
 	// Overlay is --overlay: apply the -f objects over the live cluster state.
 	Overlay bool
+	// progressTo says whether live reads show a progress line on w (isTerminal; tests set it).
+	progressTo func(io.Writer) bool
 	// ShowDefaults is --show-defaults (cluster, authz): list the fields at Istio's or Envoy's
 	// defaults in the table, as -o wide does.
 	ShowDefaults bool
@@ -70,6 +72,7 @@ func NewCommonOptions(streams genericiooptions.IOStreams) *CommonOptions {
 		IstioNamespace: "istio-system",
 		Color:          string(render.ColorAuto),
 		Getenv:         os.Getenv,
+		progressTo:     isTerminal,
 	}
 }
 

@@ -169,9 +169,10 @@ func (l *loader) readLive(ctx context.Context, c *clients) error {
 	defer cancel()
 	sem := make(chan struct{}, maxConcurrentReads)
 	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first *readTask
+		wg            sync.WaitGroup
+		mu            sync.Mutex
+		first         *readTask
+		done, objects atomic.Int64
 	)
 	for _, t := range tasks {
 		wg.Add(1)
@@ -185,6 +186,9 @@ func (l *loader) readLive(ctx context.Context, c *clients) error {
 			}
 			l.run(ctx, c, t)
 			t.done = time.Now()
+			if l.spec.Progress != nil {
+				l.spec.Progress(Progress{Done: int(done.Add(1)), Total: len(tasks), Objects: int(objects.Add(int64(len(t.objs))))})
+			}
 			if fatal(t.err) || c.silent(t.err) {
 				mu.Lock()
 				if first == nil && ctx.Err() == nil {

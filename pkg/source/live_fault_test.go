@@ -332,3 +332,38 @@ spec:
 		t.Errorf("warnings = %q, want [%q]", got, want)
 	}
 }
+
+// Progress is reported once per read, ending at every read done, with the objects returned.
+func TestProgressCountsEveryRead(t *testing.T) {
+	srv := httptest.NewServer(&faultServer{})
+	defer srv.Close()
+	var (
+		mu   sync.Mutex
+		seen []Progress
+	)
+	snap, err := Load(t.Context(), Spec{Getter: kubeconfigFlags(t, srv.URL, ""), Reads: faultReads, Progress: func(p Progress) {
+		mu.Lock()
+		seen = append(seen, p)
+		mu.Unlock()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) == 0 {
+		t.Fatal("no progress reported")
+	}
+	total := seen[0].Total
+	maxDone, maxObjects := 0, 0
+	for _, p := range seen {
+		if p.Total != total {
+			t.Errorf("total changed: %+v", seen)
+		}
+		maxDone, maxObjects = max(maxDone, p.Done), max(maxObjects, p.Objects)
+	}
+	if len(seen) != total || maxDone != total {
+		t.Errorf("%d reports, last done %d, of %d reads", len(seen), maxDone, total)
+	}
+	if maxObjects < len(snap.DestinationRules) || maxObjects == 0 {
+		t.Errorf("%d objects reported; the snapshot has %d DestinationRules", maxObjects, len(snap.DestinationRules))
+	}
+}

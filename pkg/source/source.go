@@ -52,6 +52,9 @@ type Spec struct {
 	// the same answer from files as from a cluster holding the same objects. The mesh
 	// ConfigMap is always kept.
 	FilterFiles bool
+	// Progress, when set, is called as each read of the cluster ends, from the goroutine that
+	// made it (calls may be concurrent).
+	Progress func(Progress)
 	// DestinationRuleInFull, when set, says from a live DestinationRule's namespace and
 	// spec.host whether to decode the rule in full. The others are decoded in the fields their
 	// lookup reads (host, exportTo, workloadSelector) and nothing else, and so are not checked
@@ -95,6 +98,12 @@ func Load(ctx context.Context, s Spec) (*model.Snapshot, error) {
 		}
 	}
 	return load(ctx, s, c)
+}
+
+// Progress is how far a live load has got: reads (lists and gets) done of those planned, and
+// the objects they returned.
+type Progress struct {
+	Done, Total, Objects int
 }
 
 // LoadFiles loads files or directories offline, with defaultNamespace for objects without
