@@ -1,20 +1,24 @@
 package check_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	gen "github.com/mesh-explain/kubectl-mesh-explain/internal/testkit/meshgen"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/check"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/envoycluster"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/sidecarauthz"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/ztunnelauthz"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/internal/checktest"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 )
 
 // engineUnion is the union of the answers of the engines' own entry points: Explain of every
-// host from every client (a new Explainer per client), ztunnelauthz.Explain of every ambient pod.
+// host from every client (a new Explainer per client), sidecarauthz.ExplainPod of every pod with
+// a sidecar, ztunnelauthz.Explain of every other ambient pod.
 func engineUnion(t *testing.T, snap *model.Snapshot) checktest.Union {
 	t.Helper()
 	ix := index.Build(snap)
@@ -49,12 +53,16 @@ func engineUnion(t *testing.T, snap *model.Snapshot) checktest.Union {
 		}
 	}
 	for _, pod := range snap.Pods {
-		if !ztunnelauthz.Ambient(snap, pod) {
-			continue
-		}
-		rs, err := ztunnelauthz.Explain(snap, ztunnelauthz.Query{Namespace: pod.Namespace, Workload: ztunnelauthz.WorkloadRef{Kind: "pod", Name: pod.Name}})
-		if err != nil {
-			t.Fatal(err)
+		var rs []*explain.Result
+		switch {
+		case sidecarauthz.HasSidecar(pod):
+			rs = []*explain.Result{sidecarauthz.ExplainPod(snap, pod)}
+		case ztunnelauthz.Ambient(snap, pod):
+			var err error
+			rs, err = ztunnelauthz.Explain(snap, ztunnelauthz.Query{Namespace: pod.Namespace, Workload: ztunnelauthz.WorkloadRef{Kind: "pod", Name: pod.Name}})
+			if err != nil {
+				t.Fatal(err)
+			}
 		}
 		for _, r := range rs {
 			for _, d := range r.Diagnostics {
@@ -86,10 +94,19 @@ func TestRunEqualsUnionOnBenchMesh(t *testing.T) {
 	if rep.Scope.ClientClasses >= rep.Scope.Clients {
 		t.Errorf("%d classes for %d clients: no client shares an answer", rep.Scope.ClientClasses, rep.Scope.Clients)
 	}
-	if rep.Scope.Workloads == 0 {
-		t.Error("no ambient workload checked")
+	for _, dp := range []string{"ambient", "sidecar"} {
+		if rep.Scope.DataPlanes[dp] == 0 {
+			t.Errorf("no %s workload checked: %v", dp, rep.Scope.DataPlanes)
+		}
 	}
-	t.Logf("%d hosts, %d clients in %d classes, %d workloads: %d findings", rep.Scope.Hosts, rep.Scope.Clients, rep.Scope.ClientClasses, rep.Scope.Workloads, len(rep.Findings))
+	if rep.Scope.Workloads != rep.Scope.DataPlanes["ambient"]+rep.Scope.DataPlanes["sidecar"] {
+		t.Errorf("%d workloads, by data plane %v", rep.Scope.Workloads, rep.Scope.DataPlanes)
+	}
+	// The sidecar answers must have something to compare: a finding with an S diagnostic.
+	if !slices.ContainsFunc(rep.Findings, func(f explain.Finding) bool { return strings.HasPrefix(f.ID, "S") }) {
+		t.Error("no sidecar finding (S) on the generated mesh: the sidecar comparison proves nothing")
+	}
+	t.Logf("%d hosts, %d clients in %d classes, %d workloads %v: %d findings", rep.Scope.Hosts, rep.Scope.Clients, rep.Scope.ClientClasses, rep.Scope.Workloads, rep.Scope.DataPlanes, len(rep.Findings))
 }
 
 // TestNamespaceScope checks that a check of one namespace reports the answers of its clients

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/check"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/sidecarauthz"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/ztunnelauthz"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
@@ -18,7 +19,7 @@ import (
 
 // answersUnion asks `cluster HOST -A` for every host from every client sidecar (the default
 // sidecar of every namespace, `--from pod/NAME` for every injected pod), and `authz pod/NAME`
-// for every ambient pod, each through Main as a user would, and returns the union of their
+// for every pod with a sidecar and every ambient pod, each through Main as a user would, and returns the union of their
 // diagnostics. Hosts outside a client's scope are not asked about.
 func answersUnion(t *testing.T, dir string) checktest.Union {
 	t.Helper()
@@ -57,7 +58,7 @@ func answersUnion(t *testing.T, dir string) checktest.Union {
 		}
 	}
 	for _, pod := range snap.Pods {
-		if !ztunnelauthz.Ambient(snap, pod) {
+		if !sidecarauthz.HasSidecar(pod) && !ztunnelauthz.Ambient(snap, pod) {
 			continue
 		}
 		args := []string{"authz", "pod/" + pod.Name, "-n", pod.Namespace, "-f", dir, "-o", "json", "--allow-partial"}
@@ -77,15 +78,16 @@ func answersUnion(t *testing.T, dir string) checktest.Union {
 }
 
 // TestCheckEqualsUnionOfAnswers proves on every scenario folder that `check` finds exactly
-// what the cluster and authz commands report: every host from every client, every ambient pod.
+// what the cluster and authz commands report: every host from every client, every pod with a
+// sidecar, every ambient pod.
 func TestCheckEqualsUnionOfAnswers(t *testing.T) {
 	t.Chdir(repoRoot(t))
 	var dirs []string
-	for _, kind := range []string{"cluster", "authz"} {
+	for _, kind := range []string{"cluster", "authz", "sidecar"} {
 		dirs = append(dirs, scenarioDirs(t, kind)...)
 	}
-	dirs = append(dirs, "testdata/examples/bookinfo", "testdata/examples/ambient")
-	findings := 0
+	dirs = append(dirs, "testdata/examples/bookinfo", "testdata/examples/ambient", "testdata/examples/sidecar")
+	findings, byPrefix := 0, map[string]int{}
 	for _, dir := range dirs {
 		r := runMain(t, "", "check", "-f", dir, "-o", "json", "--fail-on", "never", "--allow-partial")
 		if r.code != ExitOK {
@@ -99,12 +101,17 @@ func TestCheckEqualsUnionOfAnswers(t *testing.T) {
 			t.Fatalf("%s: document %s %s", dir, rep.APIVersion, rep.Kind)
 		}
 		findings += len(rep.Findings)
+		for _, f := range rep.Findings {
+			byPrefix[f.ID[:1]]++
+		}
 		checktest.Compare(t, dir, &rep, answersUnion(t, dir))
 	}
-	if findings == 0 {
-		t.Fatal("no scenario has a finding: the comparison proves nothing")
+	for _, p := range []string{"D", "A", "S"} {
+		if byPrefix[p] == 0 {
+			t.Errorf("no scenario has a %s finding: the comparison proves nothing for them", p)
+		}
 	}
-	t.Logf("%d scenario folders, %d findings", len(dirs), findings)
+	t.Logf("%d scenario folders, %d findings %v", len(dirs), findings, byPrefix)
 }
 
 // TestCheckExitCodes runs check through Main: 79 when a finding at or above --fail-on is

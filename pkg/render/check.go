@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"github.com/charmbracelet/lipgloss"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 
@@ -125,8 +126,8 @@ func (p *checkTable) PrintCheck(w io.Writer, r *explain.CheckReport) error {
 // summaryLine is the first line: what was checked and what was found.
 func summaryLine(r *explain.CheckReport, counts map[explain.Severity]int, silenced int, wide bool) string {
 	s := r.Scope
-	what := fmt.Sprintf("Checked %s from %s (%s) and %s: ", plural(s.Hosts, "host"), plural(s.Clients, "client sidecar"),
-		plural(s.ClientClasses, "class", "classes"), plural(s.Workloads, "ambient workload"))
+	what := fmt.Sprintf("Checked %s from %s (%s) and %s%s: ", plural(s.Hosts, "host"), plural(s.Clients, "client sidecar"),
+		plural(s.ClientClasses, "class", "classes"), plural(s.Workloads, "workload"), dataPlanes(s.DataPlanes))
 	if s.Diff {
 		what = "Changes against the live state, " + what
 	}
@@ -140,6 +141,18 @@ func summaryLine(r *explain.CheckReport, counts map[explain.Severity]int, silenc
 		found += ")"
 	}
 	return what + found
+}
+
+// dataPlanes spells the workloads by data plane: ` (2 ambient, 3 sidecar)`.
+func dataPlanes(m map[string]int) string {
+	if len(m) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, dp := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%d %s", m[dp], dp))
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
 }
 
 func plural(n int, one string, many ...string) string {
