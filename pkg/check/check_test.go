@@ -73,20 +73,36 @@ func engineUnion(t *testing.T, snap *model.Snapshot) checktest.Union {
 	return u
 }
 
-// TestRunEqualsUnionOnBenchMesh proves on the generated benchmark mesh, at a small scale, that
-// Run finds what every host from every client and every workload reports, and that the classes
-// save work.
-func TestRunEqualsUnionOnBenchMesh(t *testing.T) {
-	sizes := gen.Scaled(0.004) // 40 Services, 80 Pods, 20 DestinationRules over 100 namespaces
+// benchSnapshot is the generated benchmark mesh at a small scale: 40 Services, 80 Pods (60 with
+// a sidecar, 20 ambient), 20 DestinationRules, 8 PeerAuthentications and 4
+// AuthorizationPolicies over 8 namespaces.
+func benchSnapshot(t *testing.T) *model.Snapshot {
+	t.Helper()
+	sizes := gen.Scaled(0.004)
 	sizes.Namespaces = 8
 	snap, _, err := gen.LoadSnapshot(gen.Config{Seed: 1, Sizes: sizes})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return snap
+}
+
+// benchCheck is the check of every namespace of benchSnapshot.
+func benchCheck(t *testing.T) (*model.Snapshot, *explain.CheckReport) {
+	t.Helper()
+	snap := benchSnapshot(t)
 	rep, err := check.Run(snap, check.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return snap, rep
+}
+
+// TestRunEqualsUnionOnBenchMesh proves on the generated benchmark mesh, at a small scale, that
+// Run finds what every host from every client and every workload reports, and that the classes
+// save work.
+func TestRunEqualsUnionOnBenchMesh(t *testing.T) {
+	snap, rep := benchCheck(t)
 	if len(rep.Findings) == 0 {
 		t.Fatal("the generated mesh has no finding: the comparison proves nothing")
 	}
@@ -112,12 +128,7 @@ func TestRunEqualsUnionOnBenchMesh(t *testing.T) {
 // TestNamespaceScope checks that a check of one namespace reports the answers of its clients
 // and workloads only.
 func TestNamespaceScope(t *testing.T) {
-	sizes := gen.Scaled(0.004)
-	sizes.Namespaces = 8
-	snap, _, err := gen.LoadSnapshot(gen.Config{Seed: 1, Sizes: sizes})
-	if err != nil {
-		t.Fatal(err)
-	}
+	snap := benchSnapshot(t)
 	ns := gen.NamespaceName(2)
 	rep, err := check.Run(snap, check.Options{Namespaces: []string{ns}})
 	if err != nil {
@@ -135,4 +146,38 @@ func TestNamespaceScope(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestOneFindingPerSubset checks on the generated mesh that a subset no route uses (D9) is one
+// finding whatever the clients it is reported for: the clients of every namespace that has no
+// route to it are listed in that one finding.
+func TestOneFindingPerSubset(t *testing.T) {
+	_, rep := benchCheck(t)
+	seen := map[string]bool{}
+	several := 0
+	for _, f := range rep.Findings {
+		if f.ID != "D9" {
+			continue
+		}
+		k := f.Resource.String() + " " + f.Message
+		if seen[k] {
+			t.Errorf("D9 reported twice for %s", k)
+		}
+		seen[k] = true
+		nss := map[string]bool{}
+		for _, c := range f.Clients {
+			ns := strings.TrimPrefix(c, "Namespace ")
+			if rest, ok := strings.CutPrefix(c, "Pod "); ok {
+				ns, _, _ = strings.Cut(rest, "/")
+			}
+			nss[ns] = true
+		}
+		if len(nss) > 1 {
+			several++
+		}
+	}
+	if several == 0 {
+		t.Errorf("no D9 finding lists the clients of several namespaces (%d D9 findings)", len(seen))
+	}
+	t.Logf("%d D9 findings, %d of them for clients of several namespaces", len(seen), several)
 }

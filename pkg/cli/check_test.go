@@ -203,9 +203,46 @@ func TestCheckSARIFFromFiles(t *testing.T) {
 		t.Fatalf("want exit %d:\n%s", ExitFindings, r)
 	}
 	checktest.ValidateSARIF(t, checktest.SARIFSchema(t), []byte(r.stdout))
-	for _, want := range []string{`"ruleId": "D19"`, `"uri": "testdata/examples/bookinfo/destinationrules.yaml"`, `"startLine": 35`} {
+	for _, want := range []string{`"ruleId": "D19"`, `"uri": "testdata/examples/bookinfo/destinationrules.yaml"`, `"startLine": 45`} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("SARIF lacks %s:\n%s", want, r.stdout)
 		}
+	}
+}
+
+// TestCheckLocatesFields checks that the findings of the bookinfo example point at the field to
+// change, not at the start of the DestinationRule: the tls.mode of ratings (D19), the subset no
+// route uses (D9) and the portLevelSettings entry that drops the top-level blocks (D14).
+func TestCheckLocatesFields(t *testing.T) {
+	t.Chdir(repoRoot(t))
+	r := runMain(t, "", "check", "-f", "testdata/examples/bookinfo", "-o", "json", "--fail-on", "never")
+	if r.code != ExitOK {
+		t.Fatal(r)
+	}
+	var rep explain.CheckReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]struct {
+		field string
+		line  int
+	}{
+		"D19": {"spec.trafficPolicy.tls.mode", 45},
+		"D9":  {"spec.subsets[name=v3]", 32},
+		"D14": {"spec.trafficPolicy.portLevelSettings[port=9080]", 19},
+	}
+	for _, f := range rep.Findings {
+		w, ok := want[f.ID]
+		if !ok {
+			continue
+		}
+		delete(want, f.ID)
+		if f.Field != w.field || f.Position == nil || f.Position.Line != w.line ||
+			f.Position.File != filepath.Join("testdata/examples/bookinfo", "destinationrules.yaml") {
+			t.Errorf("%s at %s %+v, want %s at destinationrules.yaml:%d", f.ID, f.Field, f.Position, w.field, w.line)
+		}
+	}
+	for id := range want {
+		t.Errorf("no %s finding:\n%s", id, r.stdout)
 	}
 }

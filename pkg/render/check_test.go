@@ -170,3 +170,20 @@ func TestCheckDocument(t *testing.T) {
 		t.Errorf("an empty report has no findings list:\n%s", empty)
 	}
 }
+
+// TestWrapPath checks that long field paths break after a dot, each step whole.
+func TestWrapPath(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"", ""},
+		{"spec.host", "spec.host"},
+		{"spec.trafficPolicy.tls.mode", "spec.trafficPolicy.tls.mode"},
+		{"spec.trafficPolicy.portLevelSettings[port=9080]", "spec.trafficPolicy.\nportLevelSettings[port=9080]"},
+		{"spec.rules[0].from[0].source.principals", "spec.rules[0].from[0].source.\nprincipals"},
+		{"metadata.labels[a-very-long-label-name.example.com/with-a-path]", "metadata.\nlabels[a-very-long-label-name.example.com/with-a-path]"},
+		{"metadata.annotations[mesh-explain.io/ignore]", "metadata.\nannotations[mesh-explain.io/ignore]"},
+	} {
+		if got := wrapPath(c.in, 30); got != c.want {
+			t.Errorf("wrapPath(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
