@@ -232,7 +232,7 @@ func (p *checkTable) findings(th Theme, diff bool, fs []explain.Finding) string 
 
 // fieldWidth is the widest line of a field path in the FIELD column, so that long paths
 // (`spec.trafficPolicy.portLevelSettings[port=9080]`) leave the room to the finding.
-const fieldWidth = 30
+const fieldWidth = 28
 
 // wrapPath breaks a field path into lines of at most width characters after a `.`, keeping
 // each step whole (a longer step gets a line of its own).

@@ -177,12 +177,13 @@ func TestWrapPath(t *testing.T) {
 		{"", ""},
 		{"spec.host", "spec.host"},
 		{"spec.trafficPolicy.tls.mode", "spec.trafficPolicy.tls.mode"},
-		{"spec.trafficPolicy.portLevelSettings[port=9080]", "spec.trafficPolicy.\nportLevelSettings[port=9080]"},
 		{"spec.rules[0].from[0].source.principals", "spec.rules[0].from[0].source.\nprincipals"},
+		{"spec.trafficPolicy.portLevelSettings[port=9080]", "spec.trafficPolicy.\nportLevelSettings[port=9080]"},
+		{"spec.rules[0].to[0].operation.methods[0]", "spec.rules[0].to[0].\noperation.methods[0]"},
 		{"metadata.labels[a-very-long-label-name.example.com/with-a-path]", "metadata.\nlabels[a-very-long-label-name.example.com/with-a-path]"},
 		{"metadata.annotations[mesh-explain.io/ignore]", "metadata.\nannotations[mesh-explain.io/ignore]"},
 	} {
-		if got := wrapPath(c.in, 30); got != c.want {
+		if got := wrapPath(c.in, fieldWidth); got != c.want {
 			t.Errorf("wrapPath(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
