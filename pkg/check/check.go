@@ -131,7 +131,7 @@ func Run(snap *model.Snapshot, o Options) (*explain.CheckReport, error) {
 	if why, ok := snap.Incomplete["PeerAuthentication"]; ok {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("mTLS inference is incomplete: PeerAuthentications could not be read (%s)", why))
 	}
-	for _, kind := range []string{"AuthorizationPolicy", "Pod", "Namespace", "DestinationRule", "Sidecar", "Service", "ServiceEntry", "VirtualService"} {
+	for _, kind := range []string{"AuthorizationPolicy", "RequestAuthentication", "Pod", "Namespace", "DestinationRule", "Sidecar", "Service", "ServiceEntry", "VirtualService"} {
 		if why, ok := snap.Incomplete[kind]; ok {
 			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s objects could not be read (%s): findings may be missing", kind, why))
 		}

@@ -181,3 +181,21 @@ func TestOneFindingPerSubset(t *testing.T) {
 	}
 	t.Logf("%d D9 findings, %d of them for clients of several namespaces", len(seen), several)
 }
+
+// TestUnreadKindsWarn checks that a kind the sidecar answer needs and could not read is a
+// warning of the report: the findings it decides may be missing.
+func TestUnreadKindsWarn(t *testing.T) {
+	snap := benchSnapshot(t)
+	if snap.Incomplete == nil {
+		snap.Incomplete = map[string]string{}
+	}
+	snap.Incomplete["RequestAuthentication"] = "forbidden"
+	rep, err := check.Run(snap, check.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "RequestAuthentication objects could not be read (forbidden): findings may be missing"
+	if !slices.Contains(rep.Warnings, want) {
+		t.Errorf("warnings %q lack %q", rep.Warnings, want)
+	}
+}
