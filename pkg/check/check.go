@@ -41,7 +41,7 @@ type WorkloadEngine interface {
 	DataPlane() string
 	// Applies reports whether the engine answers for pod.
 	Applies(pod *corev1.Pod) bool
-	// Explain answers for pod.
+	// Explain answers for pod; check reads only the Result's diagnostics.
 	Explain(pod *corev1.Pod) *explain.Result
 }
 
@@ -77,8 +77,10 @@ func (s sidecarEngine) DataPlane() string { return "sidecar" }
 
 func (s sidecarEngine) Applies(pod *corev1.Pod) bool { return sidecarauthz.HasSidecar(pod) }
 
+// Explain is the sidecar answer's diagnostics (sidecarauthz.Diagnostics), without the
+// sections and filter chains check never prints.
 func (s sidecarEngine) Explain(pod *corev1.Pod) *explain.Result {
-	return sidecarauthz.ExplainPod(s.snap, pod)
+	return &explain.Result{Diagnostics: sidecarauthz.Diagnostics(s.snap, pod)}
 }
 
 // WorkloadEngines are the per-workload engines Run asks; a pod is answered by the first that
