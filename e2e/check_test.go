@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -39,8 +40,9 @@ func mustExit(t *testing.T, r result, code int) {
 
 // TestCheck runs check through the real kubectl against the apiserver: live it finds what it
 // finds offline in the same objects; it exits 79 when something at or above --fail-on is
-// found and 0 otherwise, 64 for a wrong command line; and `--overlay --diff` reports the
-// findings a changed file introduces, located in that file.
+// found and 0 otherwise, 64 for a wrong command line; a sidecar workload's finding (S02) is
+// reported for its pod; and `--overlay --diff` reports the findings a changed file introduces,
+// located in that file.
 func TestCheck(t *testing.T) {
 	dir := filepath.Join(env.root, "e2e", "testdata", "overlay")
 	baseFile, changeFile := filepath.Join(dir, "base.yaml"), filepath.Join(dir, "change.yaml")
@@ -70,6 +72,26 @@ func TestCheck(t *testing.T) {
 		t.Errorf("a failed check does not say why:\n%v\n%s", failed, failed.stdout)
 	}
 	mustExit(t, runPlugin(kc, "check", "-n", "bookinfo", "--fail-on", "warning", "--ignore", "D9"), exitOK)
+
+	// The sidecar of frontend/productpage-v1 gets an ALLOW policy whose only rule is HTTP-only:
+	// its sidecar answer has S02 (the TCP chains allow nothing), reported for the workload.
+	sidecar := runPlugin(kc, "check", "-n", "frontend", "-o", "json", "--fail-on", "warning")
+	mustExit(t, sidecar, exitFindings)
+	rep := checkReport(t, sidecar)
+	if rep.Scope.DataPlanes["sidecar"] != 1 {
+		t.Errorf("check -n frontend: workloads by data plane %v, want the sidecar of productpage-v1", rep.Scope.DataPlanes)
+	}
+	found := false
+	for _, f := range rep.Findings {
+		if f.ID == "S02" && slices.Equal(f.Workloads, []string{"Pod frontend/productpage-v1"}) &&
+			f.Resource != nil && f.Resource.String() == "AuthorizationPolicy frontend/allow-get" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("check -n frontend does not report S02 for the sidecar of productpage-v1:\n%s", sidecar.stdout)
+	}
+	mustExit(t, runPlugin(kc, "check", "-n", "frontend", "--fail-on", "warning", "--ignore", "S02,D9"), exitOK)
 	mustExit(t, runPlugin(kc, "check", "-A", "--fail-on", "never"), exitOK)
 	mustExit(t, runPlugin(kc, "check", "--diff"), exitUsage)
 	mustExit(t, runPlugin(kc, "check", "--fail-on", "sometimes"), exitUsage)
@@ -77,7 +99,7 @@ func TestCheck(t *testing.T) {
 	// The change disables TLS under a STRICT namespace and adds a subset no pod has.
 	diffed := runPlugin(kc, "check", "-f", changeFile, "--overlay", "--diff", "-o", "json")
 	mustExit(t, diffed, exitFindings)
-	rep := checkReport(t, diffed)
+	rep = checkReport(t, diffed)
 	if !rep.Scope.Diff {
 		t.Errorf("--diff document without scope.diff")
 	}

@@ -28,6 +28,7 @@ sample cluster-sample cluster ratings -n bookinfo --from pod/productpage-v1 -f b
 sample authz-sample authz pod/a -n foo -f ambient
 sample authz-sidecar-sample authz pod/productpage-v1 -n bookinfo -f sidecar
 sample check-sample check -f bookinfo
+sample check-sidecar-sample check -f sidecar
 if [[ "${1:-}" == "--check" ]]; then
   if ! diff -u README.md README.md.new; then
     rm -f README.md.new

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/envoycluster"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/sidecarauthz"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/ztunnelauthz"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain/diag"
@@ -32,13 +33,15 @@ type Options struct {
 	Workers int
 }
 
-// WorkloadEngine answers the per-workload question for the pods it applies to: the ztunnel
-// answer for ambient pods (ZtunnelEngine), and any other engine of inbound policy. Adding an
-// engine to Run's list is all a new kind of workload needs.
+// WorkloadEngine answers the per-workload question for the pods of one data plane: the
+// ztunnel answer for ambient pods (ZtunnelEngine), the sidecar answer for pods with a sidecar
+// (SidecarEngine). Adding an engine to WorkloadEngines is all a new kind of workload needs.
 type WorkloadEngine interface {
+	// DataPlane names the engine's data plane in the report ("ambient", "sidecar").
+	DataPlane() string
 	// Applies reports whether the engine answers for pod.
 	Applies(pod *corev1.Pod) bool
-	// Explain answers for pod.
+	// Explain answers for pod; check reads only the Result's diagnostics.
 	Explain(pod *corev1.Pod) *explain.Result
 }
 
@@ -53,13 +56,37 @@ func ZtunnelEngine(snap *model.Snapshot, revision string) WorkloadEngine {
 	return &ztunnelEngine{snap: snap, e: ztunnelauthz.NewExplainer(snap, revision)}
 }
 
-func (z *ztunnelEngine) Applies(pod *corev1.Pod) bool { return ztunnelauthz.Ambient(z.snap, pod) }
+func (z *ztunnelEngine) DataPlane() string { return "ambient" }
+
+// Applies is true for an ambient pod without a sidecar: `authz` answers a pod with a sidecar
+// with the sidecar's filter chains, whatever its ambient labels say.
+func (z *ztunnelEngine) Applies(pod *corev1.Pod) bool {
+	return !sidecarauthz.HasSidecar(pod) && ztunnelauthz.Ambient(z.snap, pod)
+}
 
 func (z *ztunnelEngine) Explain(pod *corev1.Pod) *explain.Result { return z.e.Pod(pod) }
 
-// WorkloadEngines are the per-workload engines Run asks, in order.
+// sidecarEngine is `authz` for pods with a sidecar.
+type sidecarEngine struct{ snap *model.Snapshot }
+
+// SidecarEngine is the sidecar answer (`authz`: the virtualInbound filter chains) for the pods
+// of snap that have a sidecar.
+func SidecarEngine(snap *model.Snapshot) WorkloadEngine { return sidecarEngine{snap: snap} }
+
+func (s sidecarEngine) DataPlane() string { return "sidecar" }
+
+func (s sidecarEngine) Applies(pod *corev1.Pod) bool { return sidecarauthz.HasSidecar(pod) }
+
+// Explain is the sidecar answer's diagnostics (sidecarauthz.Diagnostics), without the
+// sections and filter chains check never prints.
+func (s sidecarEngine) Explain(pod *corev1.Pod) *explain.Result {
+	return &explain.Result{Diagnostics: sidecarauthz.Diagnostics(s.snap, pod)}
+}
+
+// WorkloadEngines are the per-workload engines Run asks; a pod is answered by the first that
+// applies, as `authz pod/NAME` answers it.
 func WorkloadEngines(snap *model.Snapshot, revision string) []WorkloadEngine {
-	return []WorkloadEngine{ZtunnelEngine(snap, revision)}
+	return []WorkloadEngine{SidecarEngine(snap), ZtunnelEngine(snap, revision)}
 }
 
 // occurrence is one diagnostic of one answer: for a host from a class of clients, or for a
@@ -92,8 +119,13 @@ func Run(snap *model.Snapshot, o Options) (*explain.CheckReport, error) {
 	}
 	rep.Scope.Hosts = hosts
 	occ := hostOcc
-	wl, n := workloadOccurrences(snap, WorkloadEngines(snap, o.Revision), o.Namespaces)
-	rep.Scope.Workloads = n
+	wl, counts := workloadOccurrences(snap, WorkloadEngines(snap, o.Revision), o.Namespaces)
+	for _, n := range counts {
+		rep.Scope.Workloads += n
+	}
+	if len(counts) > 0 {
+		rep.Scope.DataPlanes = counts
+	}
 	occ = append(occ, wl...)
 
 	ign := newIgnorer(snap, o.Ignore)
@@ -101,7 +133,7 @@ func Run(snap *model.Snapshot, o Options) (*explain.CheckReport, error) {
 	if why, ok := snap.Incomplete["PeerAuthentication"]; ok {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("mTLS inference is incomplete: PeerAuthentications could not be read (%s)", why))
 	}
-	for _, kind := range []string{"AuthorizationPolicy", "Pod", "Namespace", "DestinationRule", "Sidecar", "Service", "ServiceEntry", "VirtualService"} {
+	for _, kind := range []string{"AuthorizationPolicy", "RequestAuthentication", "Pod", "Namespace", "DestinationRule", "Sidecar", "Service", "ServiceEntry", "VirtualService"} {
 		if why, ok := snap.Incomplete[kind]; ok {
 			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s objects could not be read (%s): findings may be missing", kind, why))
 		}
@@ -246,32 +278,28 @@ func appendHost(out []occurrence, diags []explain.Diagnostic, host string, subje
 	return out
 }
 
-// workloadOccurrences asks every engine about every pod of namespaces (nil: all) it applies
-// to, and returns the occurrences and the number of pods answered for.
-func workloadOccurrences(snap *model.Snapshot, engines []WorkloadEngine, namespaces []string) ([]occurrence, int) {
+// workloadOccurrences asks, for every pod of namespaces (nil: all), the first engine that
+// applies to it, and returns the occurrences and the number of pods answered for by each
+// engine's data plane.
+func workloadOccurrences(snap *model.Snapshot, engines []WorkloadEngine, namespaces []string) ([]occurrence, map[string]int) {
 	var out []occurrence
-	n := 0
+	counts := map[string]int{}
 	for _, pod := range snap.Pods {
 		if namespaces != nil && !slices.Contains(namespaces, pod.Namespace) {
 			continue
 		}
-		answered := false
-		for _, eng := range engines {
-			if !eng.Applies(pod) {
-				continue
-			}
-			answered = true
-			res := eng.Explain(pod)
-			ref := provenance.Ref{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name}
-			for _, d := range res.Diagnostics {
-				out = append(out, occurrence{d: d, workload: ref.String(), subject: &ref})
-			}
+		i := slices.IndexFunc(engines, func(e WorkloadEngine) bool { return e.Applies(pod) })
+		if i < 0 {
+			continue
 		}
-		if answered {
-			n++
+		counts[engines[i].DataPlane()]++
+		res := engines[i].Explain(pod)
+		ref := provenance.Ref{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name}
+		for _, d := range res.Diagnostics {
+			out = append(out, occurrence{d: d, workload: ref.String(), subject: &ref})
 		}
 	}
-	return out, n
+	return out, counts
 }
 
 // key is what makes two diagnostics one cause: the same ID, severity, fix and resources. Their

@@ -1,20 +1,24 @@
 package check_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	gen "github.com/mesh-explain/kubectl-mesh-explain/internal/testkit/meshgen"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/check"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/envoycluster"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/sidecarauthz"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/ztunnelauthz"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/internal/checktest"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 )
 
 // engineUnion is the union of the answers of the engines' own entry points: Explain of every
-// host from every client (a new Explainer per client), ztunnelauthz.Explain of every ambient pod.
+// host from every client (a new Explainer per client), sidecarauthz.ExplainPod of every pod with
+// a sidecar, ztunnelauthz.Explain of every other ambient pod.
 func engineUnion(t *testing.T, snap *model.Snapshot) checktest.Union {
 	t.Helper()
 	ix := index.Build(snap)
@@ -49,12 +53,16 @@ func engineUnion(t *testing.T, snap *model.Snapshot) checktest.Union {
 		}
 	}
 	for _, pod := range snap.Pods {
-		if !ztunnelauthz.Ambient(snap, pod) {
-			continue
-		}
-		rs, err := ztunnelauthz.Explain(snap, ztunnelauthz.Query{Namespace: pod.Namespace, Workload: ztunnelauthz.WorkloadRef{Kind: "pod", Name: pod.Name}})
-		if err != nil {
-			t.Fatal(err)
+		var rs []*explain.Result
+		switch {
+		case sidecarauthz.HasSidecar(pod):
+			rs = []*explain.Result{sidecarauthz.ExplainPod(snap, pod)}
+		case ztunnelauthz.Ambient(snap, pod):
+			var err error
+			rs, err = ztunnelauthz.Explain(snap, ztunnelauthz.Query{Namespace: pod.Namespace, Workload: ztunnelauthz.WorkloadRef{Kind: "pod", Name: pod.Name}})
+			if err != nil {
+				t.Fatal(err)
+			}
 		}
 		for _, r := range rs {
 			for _, d := range r.Diagnostics {
@@ -65,20 +73,36 @@ func engineUnion(t *testing.T, snap *model.Snapshot) checktest.Union {
 	return u
 }
 
-// TestRunEqualsUnionOnBenchMesh proves on the generated benchmark mesh, at a small scale, that
-// Run finds what every host from every client and every workload reports, and that the classes
-// save work.
-func TestRunEqualsUnionOnBenchMesh(t *testing.T) {
-	sizes := gen.Scaled(0.004) // 40 Services, 80 Pods, 20 DestinationRules over 100 namespaces
+// benchSnapshot is the generated benchmark mesh at a small scale: 40 Services, 80 Pods (60 with
+// a sidecar, 20 ambient), 20 DestinationRules, 8 PeerAuthentications and 4
+// AuthorizationPolicies over 8 namespaces.
+func benchSnapshot(t *testing.T) *model.Snapshot {
+	t.Helper()
+	sizes := gen.Scaled(0.004)
 	sizes.Namespaces = 8
 	snap, _, err := gen.LoadSnapshot(gen.Config{Seed: 1, Sizes: sizes})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return snap
+}
+
+// benchCheck is the check of every namespace of benchSnapshot.
+func benchCheck(t *testing.T) (*model.Snapshot, *explain.CheckReport) {
+	t.Helper()
+	snap := benchSnapshot(t)
 	rep, err := check.Run(snap, check.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return snap, rep
+}
+
+// TestRunEqualsUnionOnBenchMesh proves on the generated benchmark mesh, at a small scale, that
+// Run finds what every host from every client and every workload reports, and that the classes
+// save work.
+func TestRunEqualsUnionOnBenchMesh(t *testing.T) {
+	snap, rep := benchCheck(t)
 	if len(rep.Findings) == 0 {
 		t.Fatal("the generated mesh has no finding: the comparison proves nothing")
 	}
@@ -86,21 +110,25 @@ func TestRunEqualsUnionOnBenchMesh(t *testing.T) {
 	if rep.Scope.ClientClasses >= rep.Scope.Clients {
 		t.Errorf("%d classes for %d clients: no client shares an answer", rep.Scope.ClientClasses, rep.Scope.Clients)
 	}
-	if rep.Scope.Workloads == 0 {
-		t.Error("no ambient workload checked")
+	for _, dp := range []string{"ambient", "sidecar"} {
+		if rep.Scope.DataPlanes[dp] == 0 {
+			t.Errorf("no %s workload checked: %v", dp, rep.Scope.DataPlanes)
+		}
 	}
-	t.Logf("%d hosts, %d clients in %d classes, %d workloads: %d findings", rep.Scope.Hosts, rep.Scope.Clients, rep.Scope.ClientClasses, rep.Scope.Workloads, len(rep.Findings))
+	if rep.Scope.Workloads != rep.Scope.DataPlanes["ambient"]+rep.Scope.DataPlanes["sidecar"] {
+		t.Errorf("%d workloads, by data plane %v", rep.Scope.Workloads, rep.Scope.DataPlanes)
+	}
+	// The sidecar answers must have something to compare: a finding with an S diagnostic.
+	if !slices.ContainsFunc(rep.Findings, func(f explain.Finding) bool { return strings.HasPrefix(f.ID, "S") }) {
+		t.Error("no sidecar finding (S) on the generated mesh: the sidecar comparison proves nothing")
+	}
+	t.Logf("%d hosts, %d clients in %d classes, %d workloads %v: %d findings", rep.Scope.Hosts, rep.Scope.Clients, rep.Scope.ClientClasses, rep.Scope.Workloads, rep.Scope.DataPlanes, len(rep.Findings))
 }
 
 // TestNamespaceScope checks that a check of one namespace reports the answers of its clients
 // and workloads only.
 func TestNamespaceScope(t *testing.T) {
-	sizes := gen.Scaled(0.004)
-	sizes.Namespaces = 8
-	snap, _, err := gen.LoadSnapshot(gen.Config{Seed: 1, Sizes: sizes})
-	if err != nil {
-		t.Fatal(err)
-	}
+	snap := benchSnapshot(t)
 	ns := gen.NamespaceName(2)
 	rep, err := check.Run(snap, check.Options{Namespaces: []string{ns}})
 	if err != nil {
@@ -117,5 +145,57 @@ func TestNamespaceScope(t *testing.T) {
 				t.Errorf("%s: workload %s outside %s", f.ID, w, ns)
 			}
 		}
+	}
+}
+
+// TestOneFindingPerSubset checks on the generated mesh that a subset no route uses (D9) is one
+// finding whatever the clients it is reported for: the clients of every namespace that has no
+// route to it are listed in that one finding.
+func TestOneFindingPerSubset(t *testing.T) {
+	_, rep := benchCheck(t)
+	seen := map[string]bool{}
+	several := 0
+	for _, f := range rep.Findings {
+		if f.ID != "D9" {
+			continue
+		}
+		k := f.Resource.String() + " " + f.Message
+		if seen[k] {
+			t.Errorf("D9 reported twice for %s", k)
+		}
+		seen[k] = true
+		nss := map[string]bool{}
+		for _, c := range f.Clients {
+			ns := strings.TrimPrefix(c, "Namespace ")
+			if rest, ok := strings.CutPrefix(c, "Pod "); ok {
+				ns, _, _ = strings.Cut(rest, "/")
+			}
+			nss[ns] = true
+		}
+		if len(nss) > 1 {
+			several++
+		}
+	}
+	if several == 0 {
+		t.Errorf("no D9 finding lists the clients of several namespaces (%d D9 findings)", len(seen))
+	}
+	t.Logf("%d D9 findings, %d of them for clients of several namespaces", len(seen), several)
+}
+
+// TestUnreadKindsWarn checks that a kind the sidecar answer needs and could not read is a
+// warning of the report: the findings it decides may be missing.
+func TestUnreadKindsWarn(t *testing.T) {
+	snap := benchSnapshot(t)
+	if snap.Incomplete == nil {
+		snap.Incomplete = map[string]string{}
+	}
+	snap.Incomplete["RequestAuthentication"] = "forbidden"
+	rep, err := check.Run(snap, check.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "RequestAuthentication objects could not be read (forbidden): findings may be missing"
+	if !slices.Contains(rep.Warnings, want) {
+		t.Errorf("warnings %q lack %q", rep.Warnings, want)
 	}
 }

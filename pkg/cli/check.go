@@ -70,7 +70,8 @@ func NewCmdCheck(common *CommonOptions, runF func(context.Context, *CheckOptions
 		Long: longDesc(`
 			Report every finding the cluster and authz commands would report, for everything in
 			scope: every host (Service and ServiceEntry) with every port and subset, as seen from
-			every client sidecar that sees it differently, and every ambient workload. Each
+			every client sidecar that sees it differently, and every workload (the ztunnel
+			answer for an ambient pod, the sidecar answer for a pod with a sidecar). Each
 			finding is reported once, with the hosts, clients and workloads it affects, and the
 			object and field to change (file:line when read from files).
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/check"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/sidecarauthz"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/ztunnelauthz"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
@@ -18,7 +19,7 @@ import (
 
 // answersUnion asks `cluster HOST -A` for every host from every client sidecar (the default
 // sidecar of every namespace, `--from pod/NAME` for every injected pod), and `authz pod/NAME`
-// for every ambient pod, each through Main as a user would, and returns the union of their
+// for every pod with a sidecar and every ambient pod, each through Main as a user would, and returns the union of their
 // diagnostics. Hosts outside a client's scope are not asked about.
 func answersUnion(t *testing.T, dir string) checktest.Union {
 	t.Helper()
@@ -57,7 +58,7 @@ func answersUnion(t *testing.T, dir string) checktest.Union {
 		}
 	}
 	for _, pod := range snap.Pods {
-		if !ztunnelauthz.Ambient(snap, pod) {
+		if !sidecarauthz.HasSidecar(pod) && !ztunnelauthz.Ambient(snap, pod) {
 			continue
 		}
 		args := []string{"authz", "pod/" + pod.Name, "-n", pod.Namespace, "-f", dir, "-o", "json", "--allow-partial"}
@@ -77,15 +78,16 @@ func answersUnion(t *testing.T, dir string) checktest.Union {
 }
 
 // TestCheckEqualsUnionOfAnswers proves on every scenario folder that `check` finds exactly
-// what the cluster and authz commands report: every host from every client, every ambient pod.
+// what the cluster and authz commands report: every host from every client, every pod with a
+// sidecar, every ambient pod.
 func TestCheckEqualsUnionOfAnswers(t *testing.T) {
 	t.Chdir(repoRoot(t))
 	var dirs []string
-	for _, kind := range []string{"cluster", "authz"} {
+	for _, kind := range []string{"cluster", "authz", "sidecar"} {
 		dirs = append(dirs, scenarioDirs(t, kind)...)
 	}
-	dirs = append(dirs, "testdata/examples/bookinfo", "testdata/examples/ambient")
-	findings := 0
+	dirs = append(dirs, "testdata/examples/bookinfo", "testdata/examples/ambient", "testdata/examples/sidecar")
+	findings, byPrefix := 0, map[string]int{}
 	for _, dir := range dirs {
 		r := runMain(t, "", "check", "-f", dir, "-o", "json", "--fail-on", "never", "--allow-partial")
 		if r.code != ExitOK {
@@ -99,12 +101,17 @@ func TestCheckEqualsUnionOfAnswers(t *testing.T) {
 			t.Fatalf("%s: document %s %s", dir, rep.APIVersion, rep.Kind)
 		}
 		findings += len(rep.Findings)
+		for _, f := range rep.Findings {
+			byPrefix[f.ID[:1]]++
+		}
 		checktest.Compare(t, dir, &rep, answersUnion(t, dir))
 	}
-	if findings == 0 {
-		t.Fatal("no scenario has a finding: the comparison proves nothing")
+	for _, p := range []string{"D", "A", "S"} {
+		if byPrefix[p] == 0 {
+			t.Errorf("no scenario has a %s finding: the comparison proves nothing for them", p)
+		}
 	}
-	t.Logf("%d scenario folders, %d findings", len(dirs), findings)
+	t.Logf("%d scenario folders, %d findings %v", len(dirs), findings, byPrefix)
 }
 
 // TestCheckExitCodes runs check through Main: 79 when a finding at or above --fail-on is
@@ -196,9 +203,46 @@ func TestCheckSARIFFromFiles(t *testing.T) {
 		t.Fatalf("want exit %d:\n%s", ExitFindings, r)
 	}
 	checktest.ValidateSARIF(t, checktest.SARIFSchema(t), []byte(r.stdout))
-	for _, want := range []string{`"ruleId": "D19"`, `"uri": "testdata/examples/bookinfo/destinationrules.yaml"`, `"startLine": 35`} {
+	for _, want := range []string{`"ruleId": "D19"`, `"uri": "testdata/examples/bookinfo/destinationrules.yaml"`, `"startLine": 45`} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("SARIF lacks %s:\n%s", want, r.stdout)
 		}
+	}
+}
+
+// TestCheckLocatesFields checks that the findings of the bookinfo example point at the field to
+// change, not at the start of the DestinationRule: the tls.mode of ratings (D19), the subset no
+// route uses (D9) and the portLevelSettings entry that drops the top-level blocks (D14).
+func TestCheckLocatesFields(t *testing.T) {
+	t.Chdir(repoRoot(t))
+	r := runMain(t, "", "check", "-f", "testdata/examples/bookinfo", "-o", "json", "--fail-on", "never")
+	if r.code != ExitOK {
+		t.Fatal(r)
+	}
+	var rep explain.CheckReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]struct {
+		field string
+		line  int
+	}{
+		"D19": {"spec.trafficPolicy.tls.mode", 45},
+		"D9":  {"spec.subsets[name=v3]", 32},
+		"D14": {"spec.trafficPolicy.portLevelSettings[port=9080]", 19},
+	}
+	for _, f := range rep.Findings {
+		w, ok := want[f.ID]
+		if !ok {
+			continue
+		}
+		delete(want, f.ID)
+		if f.Field != w.field || f.Position == nil || f.Position.Line != w.line ||
+			f.Position.File != filepath.Join("testdata/examples/bookinfo", "destinationrules.yaml") {
+			t.Errorf("%s at %s %+v, want %s at destinationrules.yaml:%d", f.ID, f.Field, f.Position, w.field, w.line)
+		}
+	}
+	for id := range want {
+		t.Errorf("no %s finding:\n%s", id, r.stdout)
 	}
 }

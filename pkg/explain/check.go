@@ -32,8 +32,11 @@ type CheckScope struct {
 	// were explained for; ClientClasses the number of groups of them that get the same answer.
 	Clients       int `json:"clients"`
 	ClientClasses int `json:"clientClasses"`
-	// Workloads is the number of workloads whose inbound authorization was explained.
-	Workloads int `json:"workloads"`
+	// Workloads is the number of workloads whose inbound authorization was explained;
+	// DataPlanes splits it by the data plane that answered ("ambient": the ztunnel answer,
+	// "sidecar": the sidecar's filter chains).
+	Workloads  int            `json:"workloads"`
+	DataPlanes map[string]int `json:"dataPlanes,omitempty"`
 	// Diff is set when the findings are those an --overlay change introduces or removes.
 	Diff bool `json:"diff,omitempty"`
 }

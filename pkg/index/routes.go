@@ -375,7 +375,7 @@ func (ix *Index) RouteDiagnostics(p *Proxy, svc *Service, sel Selection) []expla
 			out = append(out, diag.SubsetNotRouted.New(
 				fmt.Sprintf("subset %q of %s is not the destination of any route this proxy has: its clusters exist but receive no traffic, so its policy never applies",
 					s.GetName(), from),
-				fmt.Sprintf("route to subset %q from a VirtualService for %s visible to namespace %s, or remove the subset", s.GetName(), svc.Hostname, p.Namespace),
+				fmt.Sprintf("route to subset %q from a VirtualService for %s exported to the client's namespace, or remove spec.subsets[name=%s]", s.GetName(), svc.Hostname, s.GetName()),
 				from))
 		}
 	}

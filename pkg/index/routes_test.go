@@ -110,7 +110,7 @@ func TestRouteDiagnostics(t *testing.T) {
 			want: []explain.Diagnostic{{
 				ID: "D9", Severity: explain.SeverityWarning, Resources: []provenance.Ref{drref("bookinfo", "reviews")},
 				Message: "subset \"v2\" of DestinationRule bookinfo/reviews is not the destination of any route this proxy has: its clusters exist but receive no traffic, so its policy never applies",
-				Fix:     "route to subset \"v2\" from a VirtualService for reviews.bookinfo.svc.cluster.local visible to namespace frontend, or remove the subset",
+				Fix:     "route to subset \"v2\" from a VirtualService for reviews.bookinfo.svc.cluster.local exported to the client's namespace, or remove spec.subsets[name=v2]",
 			}},
 		},
 		{

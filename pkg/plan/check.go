@@ -10,8 +10,11 @@ import (
 // Check is what `check` reads. Every host's answer needs the hosts (Services, ServiceEntries,
 // WorkloadEntries), their endpoints (Pods) and rules (DestinationRules, VirtualServices,
 // PeerAuthentications for the mTLS of each service namespace) in every namespace; what
-// selects the clients and workloads checked (Sidecars, EnvoyFilters, AuthorizationPolicies)
-// only in their namespaces and the root namespace.
+// selects the clients and workloads checked (Sidecars, EnvoyFilters, AuthorizationPolicies,
+// and the RequestAuthentications a sidecar's request principals need) only in their
+// namespaces and the root namespace. A sidecar's answer also needs the Services of its pod
+// (its ports) and of MeshConfig's ext_authz providers, which the Services of every namespace
+// already hold.
 type Check struct {
 	// namespaces are those checked; nil for every namespace.
 	namespaces []string
@@ -45,6 +48,7 @@ func (c *Check) Reads() []source.Read {
 		{Kind: source.KindSidecar, Namespaces: scoped},
 		{Kind: source.KindEnvoyFilter, Namespaces: scoped},
 		{Kind: source.KindAuthorizationPolicy, Namespaces: scoped},
+		{Kind: source.KindRequestAuthentication, Namespaces: scoped},
 	}
 }
 

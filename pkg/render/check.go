@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"github.com/charmbracelet/lipgloss"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 
@@ -125,8 +126,8 @@ func (p *checkTable) PrintCheck(w io.Writer, r *explain.CheckReport) error {
 // summaryLine is the first line: what was checked and what was found.
 func summaryLine(r *explain.CheckReport, counts map[explain.Severity]int, silenced int, wide bool) string {
 	s := r.Scope
-	what := fmt.Sprintf("Checked %s from %s (%s) and %s: ", plural(s.Hosts, "host"), plural(s.Clients, "client sidecar"),
-		plural(s.ClientClasses, "class", "classes"), plural(s.Workloads, "ambient workload"))
+	what := fmt.Sprintf("Checked %s from %s (%s) and %s%s: ", plural(s.Hosts, "host"), plural(s.Clients, "client sidecar"),
+		plural(s.ClientClasses, "class", "classes"), plural(s.Workloads, "workload"), dataPlanes(s.DataPlanes))
 	if s.Diff {
 		what = "Changes against the live state, " + what
 	}
@@ -140,6 +141,18 @@ func summaryLine(r *explain.CheckReport, counts map[explain.Severity]int, silenc
 		found += ")"
 	}
 	return what + found
+}
+
+// dataPlanes spells the workloads by data plane: ` (2 ambient, 3 sidecar)`.
+func dataPlanes(m map[string]int) string {
+	if len(m) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, dp := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%d %s", m[dp], dp))
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
 }
 
 func plural(n int, one string, many ...string) string {
@@ -170,7 +183,7 @@ func (p *checkTable) findings(th Theme, diff bool, fs []explain.Finding) string 
 	}
 	rows := make([][]string, 0, len(fs))
 	for _, f := range fs {
-		field := f.Field
+		field := wrapPath(f.Field, fieldWidth)
 		if f.Position != nil && f.Position.Line > 0 {
 			if field == "" {
 				field = "line " + fmt.Sprint(f.Position.Line)
@@ -215,6 +228,49 @@ func (p *checkTable) findings(th Theme, diff bool, fs []explain.Finding) string 
 		}
 		return th.Cell
 	})
+}
+
+// fieldWidth is the widest line of a field path in the FIELD column, so that long paths
+// (`spec.trafficPolicy.portLevelSettings[port=9080]`) leave the room to the finding.
+const fieldWidth = 28
+
+// wrapPath breaks a field path into lines of at most width characters after a `.`, keeping
+// each step whole (a longer step gets a line of its own).
+func wrapPath(path string, width int) string {
+	var lines []string
+	line := ""
+	for rest := path; rest != ""; {
+		step := rest[:stepEnd(rest)]
+		rest = rest[len(step):]
+		if line != "" && len(line)+len(strings.TrimSuffix(step, ".")) > width {
+			lines = append(lines, line)
+			line = ""
+		}
+		line += step
+	}
+	if line != "" {
+		lines = append(lines, line)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// stepEnd is the length of the first step of a path with its trailing dot; a dot inside
+// brackets (`labels[app.kubernetes.io/name]`) does not end a step.
+func stepEnd(path string) int {
+	depth := 0
+	for i, c := range path {
+		switch c {
+		case '[':
+			depth++
+		case ']':
+			depth--
+		case '.':
+			if depth <= 0 {
+				return i + 1
+			}
+		}
+	}
+	return len(path)
 }
 
 // affected spells what a finding affects: `hosts: a, b; clients: Namespace x; workloads: ...`.

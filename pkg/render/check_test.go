@@ -18,7 +18,7 @@ func checkFixture() *explain.CheckReport {
 	svc := svcReviews
 	return &explain.CheckReport{
 		APIVersion: explain.APIVersion, Kind: explain.KindCheckReport,
-		Scope: explain.CheckScope{Hosts: 3, Clients: 4, ClientClasses: 2, Workloads: 1},
+		Scope: explain.CheckScope{Hosts: 3, Clients: 4, ClientClasses: 2, Workloads: 3, DataPlanes: map[string]int{"ambient": 1, "sidecar": 2}},
 		Findings: []explain.Finding{
 			{Diagnostic: explain.Diagnostic{ID: "D17", Severity: explain.SeverityError, Resources: []provenance.Ref{dr},
 				Message: `subset "v3" of DestinationRule bookinfo/reviews selects no endpoint`, Fix: `change the labels of subset "v3"`},
@@ -133,7 +133,7 @@ func TestSARIFSchemaRejectsInvalid(t *testing.T) {
 func TestCheckTable(t *testing.T) {
 	table := printCheck(t, FormatTable, checkFixture())
 	for _, want := range []string{
-		"Checked 3 hosts from 4 client sidecars (2 classes) and 1 ambient workload: 1 error, 1 warning, 0 info (2 silenced; -o wide lists them)",
+		"Checked 3 hosts from 4 client sidecars (2 classes) and 3 workloads (1 ambient, 2 sidecar): 1 error, 1 warning, 0 info (2 silenced; -o wide lists them)",
 		"DestinationRule bookinfo/reviews  scenarios/bookinfo/dr.yaml",
 		"spec.subsets[name=v3]", "line 14",
 		"clients: Namespace bookinfo, Pod bookinfo/a, Pod bookinfo/b, and 1 more",
@@ -168,5 +168,23 @@ func TestCheckDocument(t *testing.T) {
 	empty := printCheck(t, FormatYAML, &explain.CheckReport{APIVersion: explain.APIVersion, Kind: explain.KindCheckReport})
 	if !strings.Contains(empty, "findings: []") {
 		t.Errorf("an empty report has no findings list:\n%s", empty)
+	}
+}
+
+// TestWrapPath checks that long field paths break after a dot, each step whole.
+func TestWrapPath(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"", ""},
+		{"spec.host", "spec.host"},
+		{"spec.trafficPolicy.tls.mode", "spec.trafficPolicy.tls.mode"},
+		{"spec.rules[0].from[0].source.principals", "spec.rules[0].from[0].source.\nprincipals"},
+		{"spec.trafficPolicy.portLevelSettings[port=9080]", "spec.trafficPolicy.\nportLevelSettings[port=9080]"},
+		{"spec.rules[0].to[0].operation.methods[0]", "spec.rules[0].to[0].\noperation.methods[0]"},
+		{"metadata.labels[a-very-long-label-name.example.com/with-a-path]", "metadata.\nlabels[a-very-long-label-name.example.com/with-a-path]"},
+		{"metadata.annotations[mesh-explain.io/ignore]", "metadata.\nannotations[mesh-explain.io/ignore]"},
+	} {
+		if got := wrapPath(c.in, fieldWidth); got != c.want {
+			t.Errorf("wrapPath(%q) = %q, want %q", c.in, got, c.want)
+		}
 	}
 }

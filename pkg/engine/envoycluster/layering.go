@@ -379,7 +379,7 @@ func (b *builder) diagPortDrops(d *diagnostics, lost []block, from, entry source
 	}
 	d.add(diag.PortLevelDropsBlocks.New(
 		fmt.Sprintf("%s replaces %s for port %d and drops %s", entry.title(), what, b.in.Port.Number, strings.Join(parts, ", ")),
-		"repeat the blocks you want to keep inside the portLevelSettings entry: port-level settings never inherit",
+		fmt.Sprintf("repeat the blocks you want to keep inside %s: port-level settings never inherit", entry.prefix),
 		refsOf(from.ref)...))
 }
 

@@ -817,6 +817,12 @@ func (st *clusterState) applyProxyProtocol(pp *networking.TrafficPolicy_ProxyPro
 	}
 }
 
+// disableFix is the fix of a tls.mode DISABLE that STRICT servers reject, naming the field in
+// the DestinationRule (or MeshConfig) that sets it.
+func disableFix(src source) string {
+	return fmt.Sprintf("remove %s.tls.mode DISABLE (auto-mTLS then applies) or set ISTIO_MUTUAL", src.prefix)
+}
+
 // hasEndpoint reports whether eps holds ep (the same workload, address and port).
 func hasEndpoint(eps []index.Endpoint, ep *index.Endpoint) bool {
 	for i := range eps {
@@ -851,7 +857,7 @@ func (st *clusterState) tlsDiagnostics(user *networking.ClientTLSSettings, ts *t
 	case user != nil && user.Mode == networking.ClientTLSSettings_DISABLE && b.in.MTLS.Mode == index.MTLSStrict && !svc.MeshExternal:
 		st.d.add(diag.TLSConflict.New(
 			fmt.Sprintf("%s sets tls.mode DISABLE, but %s requires mTLS (STRICT): the server sidecars reset the plaintext connections of cluster %s", src.title(), svc.Namespace, c.Name),
-			"remove tls.mode DISABLE (auto-mTLS then applies) or set ISTIO_MUTUAL",
+			disableFix(src),
 			append(refsOf(src.ref), refsOf(b.in.MTLS.Origin.Resource)...)...))
 	case user != nil && user.Mode == networking.ClientTLSSettings_ISTIO_MUTUAL && (svc.MeshExternal || plain > 0):
 		why := "the host is MESH_EXTERNAL"
@@ -904,7 +910,7 @@ func (st *clusterState) tlsDiagnostics(user *networking.ClientTLSSettings, ts *t
 		case user != nil && user.Mode == networking.ClientTLSSettings_DISABLE:
 			st.d.add(diag.TLSConflict.New(
 				fmt.Sprintf("%s sets tls.mode DISABLE, but %s requires mTLS (STRICT) for %d endpoint(s) of %s: those reset the plaintext connections of cluster %s", src.title(), w.PeerAuthentication, strict, svc.Hostname, c.Name),
-				"remove tls.mode DISABLE (auto-mTLS then applies) or set ISTIO_MUTUAL",
+				disableFix(src),
 				append(refsOf(src.ref), w.PeerAuthentication)...))
 		case user == nil && ts == nil && mode == index.MTLSDisable && b.in.MTLS.Mode == index.MTLSDisable:
 			st.d.add(diag.TLSConflict.New(

@@ -61,6 +61,32 @@ type explanation struct {
 // ExplainPod answers for the sidecar of one pod: the virtualInbound filter chains istiod sends
 // it, restricted to what decides who gets in, with origins, diagnostics and a plain reading.
 func ExplainPod(snap *model.Snapshot, pod *corev1.Pod) *explain.Result {
+	e := newExplanation(snap, pod)
+	e.res.Sections = append(e.res.Sections, e.dataPlaneSection(), e.peerAuthnSection(), e.portSection(), e.policySection())
+	if s := e.notAppliedSection(); s != nil {
+		e.res.Sections = append(e.res.Sections, *s)
+	}
+	e.res.Sections = append(e.res.Sections, e.readingSection())
+	e.addObjects()
+	e.res.Diagnostics = e.sortedDiagnostics()
+	for _, kind := range []string{"PeerAuthentication", "AuthorizationPolicy", "Pod", "Service"} {
+		if why, ok := snap.Incomplete[kind]; ok {
+			e.res.Warnings = append(e.res.Warnings, fmt.Sprintf("%s objects could not be read (%s): the answer may be incomplete", kind, why))
+		}
+	}
+	return e.res
+}
+
+// Diagnostics are the diagnostics of ExplainPod for pod, without the sections and objects
+// that explain them: what `check` reports for a sidecar workload.
+func Diagnostics(snap *model.Snapshot, pod *corev1.Pod) []explain.Diagnostic {
+	return newExplanation(snap, pod).sortedDiagnostics()
+}
+
+// newExplanation decides everything the answer and its diagnostics are made of: the
+// PeerAuthentication of each port, the pod's service targets, the policies and their RBAC
+// filters, and the filter chains.
+func newExplanation(snap *model.Snapshot, pod *corev1.Pod) *explanation {
 	podRef := provenance.Ref{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name}
 	e := &explanation{snap: snap, pod: pod, root: snap.RootNamespace(), res: &explain.Result{
 		APIVersion: explain.APIVersion,
@@ -84,22 +110,16 @@ func ExplainPod(snap *model.Snapshot, pod *corev1.Pod) *explain.Result {
 		MeshOrigin: e.meshOrigin,
 	})
 	e.buildChains()
-	e.res.Sections = append(e.res.Sections, e.dataPlaneSection(), e.peerAuthnSection(), e.portSection(), e.policySection())
-	if s := e.notAppliedSection(); s != nil {
-		e.res.Sections = append(e.res.Sections, *s)
+	return e
+}
+
+// sortedDiagnostics are the diagnostics in their one order, never nil.
+func (e *explanation) sortedDiagnostics() []explain.Diagnostic {
+	ds := sortDiagnostics(e.diagnostics())
+	if ds == nil {
+		ds = []explain.Diagnostic{}
 	}
-	e.res.Sections = append(e.res.Sections, e.readingSection())
-	e.addObjects()
-	e.res.Diagnostics = sortDiagnostics(e.diagnostics())
-	if e.res.Diagnostics == nil {
-		e.res.Diagnostics = []explain.Diagnostic{}
-	}
-	for _, kind := range []string{"PeerAuthentication", "AuthorizationPolicy", "Pod", "Service"} {
-		if why, ok := snap.Incomplete[kind]; ok {
-			e.res.Warnings = append(e.res.Warnings, fmt.Sprintf("%s objects could not be read (%s): the answer may be incomplete", kind, why))
-		}
-	}
-	return e.res
+	return ds
 }
 
 func (e *explanation) meshOrigin(field, note string) provenance.Origin {
