@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -36,6 +35,7 @@ func (o *CommonOptions) sourceSpec(namespace string) source.Spec {
 		DefaultNamespace: namespace,
 		FilterFiles:      true,
 	}
+	s.MaxInputBytes, _ = o.maxInputBytes() // checked by Validate
 	if len(o.Filenames) > 0 {
 		s.Cache = source.NewFileCache()
 	}
@@ -51,7 +51,12 @@ func (o *CommonOptions) loader(load LoadFunc) plan.Loader {
 	return func(ctx context.Context, spec source.Spec) (*model.Snapshot, error) {
 		if spec.Stdin != nil && slices.Contains(spec.Files, "-") {
 			if o.stdin == nil {
-				data, err := io.ReadAll(spec.Stdin)
+				// One byte over the limit is enough for the load to refuse it.
+				limit := spec.MaxInputBytes
+				if limit <= 0 {
+					limit = source.DefaultMaxInputBytes
+				}
+				data, err := io.ReadAll(io.LimitReader(spec.Stdin, limit+1))
 				o.stdin = &stdinCopy{data: data, err: err}
 			}
 			spec.Stdin = o.stdin.reader()
@@ -89,7 +94,8 @@ func (o *CommonOptions) meshRootNamespace() (string, error) {
 	if o.MeshConfigFile == "" {
 		return "", nil
 	}
-	data, err := os.ReadFile(o.MeshConfigFile)
+	limit, _ := o.maxInputBytes()
+	data, err := source.ReadInput(o.MeshConfigFile, limit)
 	if err != nil {
 		return "", fmt.Errorf("reading the mesh config file: %w", err)
 	}

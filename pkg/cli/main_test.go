@@ -50,6 +50,8 @@ func TestUsageErrors(t *testing.T) {
 			`error: invalid --from "deployment/x": unknown kind "deployment" (want pod/NAME or namespace/NS)`, "kubectl mesh-explain cluster HOST[:PORT] [flags]"},
 		{"bad --color", []string{"cluster", "reviews", "--color", "sometimes"},
 			`error: invalid color mode "sometimes" (allowed: auto, always, never)`, "kubectl mesh-explain cluster HOST[:PORT] [flags]"},
+		{"bad --max-input-bytes", []string{"cluster", "reviews", "--max-input-bytes", "-1"},
+			`error: invalid --max-input-bytes "-1": want a positive number of bytes, such as 1048576 or 256Mi`, "kubectl mesh-explain cluster HOST[:PORT] [flags]"},
 		{"--overlay without -f", []string{"cluster", "reviews", "--overlay"},
 			"error: --overlay needs objects to overlay (-f FILE)", "kubectl mesh-explain cluster HOST[:PORT] [flags]"},
 		{"authz without workload", []string{"authz"},
@@ -183,6 +185,23 @@ func TestInvalidMeshConfigIsADataError(t *testing.T) {
 	}
 	if len(f.specs) != 0 {
 		t.Error("an invalid mesh config still loaded the snapshot")
+	}
+}
+
+func TestInputOverTheLimitStopsTheCommand(t *testing.T) {
+	yaml := "apiVersion: v1\nkind: Service\nmetadata: {name: reviews}\n" + strings.Repeat("# padding\n", 300)
+	r := runMain(t, yaml, "cluster", "reviews", "-f", "-", "--max-input-bytes", "1Ki")
+	if r.code != ExitError || r.stderr != "error: standard input is larger than the input limit of 1024 bytes (--max-input-bytes)\n" {
+		t.Fatalf("got %s", r)
+	}
+	mesh := filepath.Join(t.TempDir(), "mesh.yaml")
+	if err := os.WriteFile(mesh, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = runMain(t, "", "cluster", "reviews", "-f", mesh, "--max-input-bytes", "1Ki")
+	want := "error: reading " + mesh + ": the file has 3055 bytes, more than the input limit of 1024 bytes (--max-input-bytes)\n"
+	if r.code != ExitError || r.stderr != want {
+		t.Fatalf("got %s\nwant stderr %q", r, want)
 	}
 }
 

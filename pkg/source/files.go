@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"gopkg.in/yaml.v3"
 	corev1 "k8s.io/api/core/v1"
@@ -40,10 +41,19 @@ func (l *loader) readFiles() error {
 	ins := l.listInputs(cache)
 	l.prepare(ins)
 	for _, in := range ins {
-		if in.err != nil {
+		switch {
+		case in.err != nil:
 			return in.err
-		}
-		if in.f.err != nil {
+		case in.skipped != "":
+			l.issue(model.LoadIssue{Severity: "error", Position: &provenance.Position{File: in.name}, Message: in.skipped})
+			continue
+		case in.f.err != nil:
+			var tl *tooLargeError
+			if in.found && !errors.As(in.f.err, &tl) {
+				// One unreadable file of a directory costs that file, not the others.
+				l.issue(model.LoadIssue{Severity: "error", Position: &provenance.Position{File: in.name}, Message: fmt.Sprintf("cannot read this file (%s); it is skipped", describePathError(in.f.err))})
+				continue
+			}
 			return fmt.Errorf("reading %s: %w", in.f.path, in.f.err)
 		}
 		l.loadInput(in)
@@ -51,20 +61,133 @@ func (l *loader) readFiles() error {
 	return nil
 }
 
+// DefaultMaxInputBytes is the default limit on the size of any single input (a file, standard
+// input, the --meshconfig file): 256 MiB, far above any real mesh's manifests, and read in a
+// fraction of a second.
+const DefaultMaxInputBytes = 256 << 20
+
+// maxInputBytes is the limit on any single input of the load.
+func (s Spec) maxInputBytes() int64 {
+	if s.MaxInputBytes > 0 {
+		return s.MaxInputBytes
+	}
+	return DefaultMaxInputBytes
+}
+
+// tooLargeError is an input over the size limit.
+type tooLargeError struct {
+	size  int64 // -1 when unknown (read up to the limit)
+	limit int64
+}
+
+func (e *tooLargeError) Error() string {
+	if e.size < 0 {
+		return fmt.Sprintf("the file has more than the input limit of %d bytes (--max-input-bytes)", e.limit)
+	}
+	return fmt.Sprintf("the file has %d bytes, more than the input limit of %d bytes (--max-input-bytes)", e.size, e.limit)
+}
+
+// ReadInput reads one input file (the --meshconfig file, a file named with -f) within limit
+// bytes (0: DefaultMaxInputBytes). Only a regular file is read: a named pipe or a device could
+// block forever or never end.
+func ReadInput(path string, limit int64) ([]byte, error) {
+	if limit <= 0 {
+		limit = DefaultMaxInputBytes
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (%s)", fileType(info.Mode()))
+	}
+	if info.Size() > limit {
+		return nil, &tooLargeError{size: info.Size(), limit: limit}
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, &tooLargeError{size: -1, limit: limit}
+	}
+	return data, nil
+}
+
+// readStdin reads standard input within limit bytes.
+func readStdin(r io.Reader, limit int64) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading standard input: %w", err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("standard input is larger than the input limit of %d bytes (--max-input-bytes)", limit)
+	}
+	return data, nil
+}
+
+// fileType names a file mode that is neither a regular file nor a directory.
+func fileType(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0, m&fs.ModeCharDevice != 0:
+		return "a device"
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	}
+	return "an irregular file"
+}
+
+// describePathError says why a path could not be read, without Go's "open PATH:" prefix (the
+// path is in the message's position).
+func describePathError(err error) string {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "a symbolic link to a path that does not exist"
+	case errors.Is(err, syscall.ELOOP):
+		return "a symbolic link loop"
+	case errors.Is(err, fs.ErrPermission):
+		return "permission denied"
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// notRegular is the message of a path that is skipped for its type.
+func notRegular(m fs.FileMode) string {
+	return fmt.Sprintf("not a regular file (%s); it is skipped (pass its content with -f - to read it)", fileType(m))
+}
+
 // listInputs lists the files of the -f arguments in order. A failure (a path that does not
 // exist, an unreadable directory) ends the list with an input that holds it, so that it is
-// reported after the failures of the files before it, as when reading them in turn.
+// reported after the failures of the files before it, as when reading them in turn. Only
+// regular files and directories are read: a named pipe, a socket or a device (named with -f
+// or found in a directory) is skipped with an issue, and so is a file of a directory that
+// cannot be read (a dangling symbolic link, a loop of them) or a subdirectory that cannot be
+// listed.
 func (l *loader) listInputs(cache *FileCache) []*input {
 	var ins []*input
 	stop := func(err error) []*input { return append(ins, &input{err: err}) }
+	skip := func(p, msg string) { ins = append(ins, &input{name: l.displayPath(p), skipped: msg}) }
 	for _, f := range l.spec.Files {
 		if f == "-" {
 			if l.spec.Stdin == nil {
 				return stop(errors.New("-f - reads standard input, but none is available"))
 			}
-			data, err := io.ReadAll(l.spec.Stdin)
+			data, err := readStdin(l.spec.Stdin, l.spec.maxInputBytes())
 			if err != nil {
-				return stop(fmt.Errorf("reading standard input: %w", err))
+				return stop(err)
 			}
 			ins = append(ins, &input{name: stdinName, f: givenFile(stdinName, data)})
 			continue
@@ -77,12 +200,23 @@ func (l *loader) listInputs(cache *FileCache) []*input {
 			return stop(fmt.Errorf("reading %s: %w", f, err))
 		}
 		if !info.IsDir() {
+			if !info.Mode().IsRegular() {
+				skip(f, notRegular(info.Mode()))
+				continue
+			}
 			ins = append(ins, &input{name: l.displayPath(f), f: cache.file(f)})
 			continue
 		}
 		err = filepath.WalkDir(f, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
-				return fmt.Errorf("reading %s: %w", p, err)
+				if p == f {
+					return fmt.Errorf("reading %s: %w", p, err)
+				}
+				skip(p, fmt.Sprintf("cannot read this directory (%s); it is skipped", describePathError(err)))
+				if d != nil && d.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
 			}
 			if d.IsDir() {
 				if p != f && !l.spec.Recursive {
@@ -93,7 +227,23 @@ func (l *loader) listInputs(cache *FileCache) []*input {
 			if !wantedFile(d.Name()) {
 				return nil
 			}
-			ins = append(ins, &input{name: l.displayPath(p), f: cache.file(p)})
+			mode := d.Type()
+			if mode&fs.ModeSymlink != 0 {
+				target, err := os.Stat(p)
+				if err != nil {
+					skip(p, fmt.Sprintf("cannot read this file (%s); it is skipped", describePathError(err)))
+					return nil
+				}
+				if target.IsDir() {
+					return nil // a directory behind a link is not walked, whatever its name
+				}
+				mode = target.Mode()
+			}
+			if !mode.IsRegular() {
+				skip(p, notRegular(mode))
+				return nil
+			}
+			ins = append(ins, &input{name: l.displayPath(p), f: cache.file(p), found: true})
 			return nil
 		})
 		if err != nil {

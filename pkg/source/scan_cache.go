@@ -3,7 +3,6 @@ package source
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -60,11 +59,11 @@ func givenFile(name string, data []byte) *cachedFile {
 	return &cachedFile{path: name, given: true, data: data}
 }
 
-// read reads and splits the file, once.
-func (f *cachedFile) read() error {
+// read reads and splits the file, once; a file over limit bytes is not read.
+func (f *cachedFile) read(limit int64) error {
 	f.readOnce.Do(func() {
 		if !f.given {
-			f.data, f.err = os.ReadFile(f.path)
+			f.data, f.err = ReadInput(f.path, limit)
 			if f.err != nil {
 				return
 			}
@@ -144,6 +143,10 @@ type input struct {
 	f    *cachedFile
 	// err is a failure found while listing the inputs; the load stops there.
 	err error
+	// skipped, when set, is why the path is not read (a named pipe, a dangling link).
+	skipped string
+	// found is set for a file found in a directory (not named with -f).
+	found bool
 	// skip marks the documents this load drops unparsed (see loader.skips).
 	skip []bool
 	// pre holds the objects decoded ahead of loading, by document.
@@ -172,7 +175,7 @@ func (l *loader) prepare(ins []*input) {
 		}()
 	}
 	for _, in := range ins {
-		if in.err == nil {
+		if in.err == nil && in.skipped == "" {
 			work <- in
 		}
 	}
@@ -181,7 +184,7 @@ func (l *loader) prepare(ins []*input) {
 }
 
 func (l *loader) prepareOne(in *input) {
-	if in.f.read() != nil || in.f.isJSON {
+	if in.f.read(l.spec.maxInputBytes()) != nil || in.f.isJSON {
 		return
 	}
 	in.skip = make([]bool, len(in.f.docs))
