@@ -175,3 +175,27 @@ func TestDanglingSymlinkAndSymlinkLoopUnderRAreWarnings(t *testing.T) {
 		t.Errorf("issues (-want +got):\n%s", diff)
 	}
 }
+
+func TestPanicWhilePreparingAFileIsAnIssueNamingIt(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "a.yaml"), svcA)
+	write(t, filepath.Join(dir, "b.yaml"), "apiVersion: v1\nkind: Service\nmetadata: {name: b}\n")
+	bad := filepath.Join(dir, "b.yaml")
+	testHookPrepare = func(name string) {
+		if name == bad {
+			panic("boom")
+		}
+	}
+	defer func() { testHookPrepare = nil }()
+	got, iss, err := loadWithin(t, Spec{Files: []string{dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"Service default/a"}, got); diff != "" {
+		t.Errorf("objects (-want +got):\n%s", diff)
+	}
+	want := []issue{{Severity: "error", Position: bad, Message: "cannot read this file: internal error: boom; it is skipped"}}
+	if diff := cmp.Diff(want, iss); diff != "" {
+		t.Errorf("issues (-want +got):\n%s", diff)
+	}
+}

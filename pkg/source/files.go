@@ -44,8 +44,8 @@ func (l *loader) readFiles() error {
 		switch {
 		case in.err != nil:
 			return in.err
-		case in.skipped != "":
-			l.issue(model.LoadIssue{Severity: "error", Position: &provenance.Position{File: in.name}, Message: in.skipped})
+		case in.skipped != "" || in.panicked != "":
+			l.issue(model.LoadIssue{Severity: "error", Position: &provenance.Position{File: in.name}, Message: in.skipped + in.panicked})
 			continue
 		case in.f.err != nil:
 			var tl *tooLargeError
@@ -56,9 +56,20 @@ func (l *loader) readFiles() error {
 			}
 			return fmt.Errorf("reading %s: %w", in.f.path, in.f.err)
 		}
-		l.loadInput(in)
+		l.loadInputSafely(in)
 	}
 	return nil
+}
+
+// loadInputSafely is loadInput with a panic outside an object's decoding (loadDocument
+// recovers those) turned into an issue naming the file: the objects it loaded before stay.
+func (l *loader) loadInputSafely(in *input) {
+	defer func() {
+		if r := recover(); r != nil {
+			l.issue(model.LoadIssue{Severity: "error", Position: &provenance.Position{File: in.name}, Message: fmt.Sprintf("cannot read the rest of this file: internal error: %v", r)})
+		}
+	}()
+	l.loadInput(in)
 }
 
 // DefaultMaxInputBytes is the default limit on the size of any single input (a file, standard

@@ -3,6 +3,7 @@ package source
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"runtime"
 	"strings"
 	"sync"
@@ -145,6 +146,8 @@ type input struct {
 	err error
 	// skipped, when set, is why the path is not read (a named pipe, a dangling link).
 	skipped string
+	// panicked, when set, is the issue of a panic while the file was prepared.
+	panicked string
 	// found is set for a file found in a directory (not named with -f).
 	found bool
 	// skip marks the documents this load drops unparsed (see loader.skips).
@@ -170,7 +173,7 @@ func (l *loader) prepare(ins []*input) {
 		go func() {
 			defer wg.Done()
 			for in := range work {
-				l.prepareOne(in)
+				l.prepareSafely(in)
 			}
 		}()
 	}
@@ -183,7 +186,25 @@ func (l *loader) prepare(ins []*input) {
 	wg.Wait()
 }
 
+// prepareSafely is prepareOne on a worker goroutine, where a panic would end the process: it
+// is recovered and kept in the input, which then loads as an issue naming the file.
+func (l *loader) prepareSafely(in *input) {
+	defer func() {
+		if r := recover(); r != nil {
+			in.panicked = fmt.Sprintf("cannot read this file: internal error: %v; it is skipped", r)
+		}
+	}()
+	l.prepareOne(in)
+}
+
+// testHookPrepare, when set, is called with each input's name as it is prepared; tests use it
+// to make a worker panic.
+var testHookPrepare func(name string)
+
 func (l *loader) prepareOne(in *input) {
+	if testHookPrepare != nil {
+		testHookPrepare(in.name)
+	}
 	if in.f.read(l.spec.maxInputBytes()) != nil || in.f.isJSON {
 		return
 	}
