@@ -11,6 +11,7 @@ import (
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/plan"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/render"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/source"
 )
 
@@ -118,7 +119,7 @@ func reportIssues(w io.Writer, snap *model.Snapshot) []string {
 	for _, is := range snap.Issues {
 		line := is.String()
 		printed = append(printed, is.Message)
-		fmt.Fprintf(w, "warning: %s\n", line)
+		fmt.Fprintf(w, "warning: %s\n", render.Safe(line))
 	}
 	return printed
 }
@@ -134,7 +135,7 @@ func reportWarnings(w io.Writer, warnings, printed []string) {
 			}
 		}
 		if !dup {
-			fmt.Fprintf(w, "warning: %s\n", msg)
+			fmt.Fprintf(w, "warning: %s\n", render.Safe(msg))
 		}
 	}
 }
