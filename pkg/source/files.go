@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/internal/strdist"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
@@ -296,36 +297,175 @@ func (l *loader) loadInput(in *input) {
 	l.loadYAML(in)
 }
 
+// loadJSON loads a JSON stream. A syntax error costs the object it is in: the decoding starts
+// again at the next line that opens an object (`{` in the first column, as every JSON printer
+// of a stream writes them), and the issue names the broken object when its header can be read.
 func (l *loader) loadJSON(file string, data []byte) {
+	base := int64(0)
 	dec := json.NewDecoder(bytes.NewReader(data))
 	for {
+		start := base + dec.InputOffset()
+		for start < int64(len(data)) && isJSONSpace(data[start]) {
+			start++
+		}
 		var raw json.RawMessage
 		err := dec.Decode(&raw)
 		if errors.Is(err, io.EOF) {
 			return
 		}
 		if err != nil {
-			off := dec.InputOffset()
+			off := base + dec.InputOffset()
 			var se *json.SyntaxError
 			if errors.As(err, &se) {
-				off = se.Offset
+				off = base + se.Offset
 			}
 			line, col := lineCol(data, off)
-			l.issue(model.LoadIssue{
-				Severity: "error", Position: &provenance.Position{File: file, Line: line, Col: col},
-				Message: fmt.Sprintf("invalid JSON: %v", err),
-			})
-			return
+			next := int64(-1)
+			if i := bytes.Index(data[min(start+1, int64(len(data))):], []byte("\n{")); i >= 0 {
+				next = start + 1 + int64(i) + 1
+			}
+			broken := data[start:]
+			if next >= 0 {
+				broken = data[start:next]
+			}
+			l.syntaxIssue(file, &provenance.Position{File: file, Line: line, Col: col}, guessJSONHeader(broken), fmt.Sprintf("invalid JSON: %v", err))
+			if next < 0 {
+				return
+			}
+			base = next
+			dec = json.NewDecoder(bytes.NewReader(data[next:]))
+			continue
 		}
 		if scanDocuments && l.skipsJSON(raw) {
 			continue
 		}
-		end := dec.InputOffset()
+		end := base + dec.InputOffset()
 		line, col := lineCol(data, end-int64(len(raw)))
 		pos := provenance.Position{File: file, Line: line, Col: col}
 		tree := &lazyTree{text: raw, line: line, col: col}
 		l.loadDocument(document{file: file, tree: tree, pos: pos}, raw, nil)
 	}
+}
+
+func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+
+// syntaxIssue reports a document that does not parse, naming its object when the header could
+// be read from its text.
+func (l *loader) syntaxIssue(file string, pos *provenance.Position, h header, msg string) {
+	is := model.LoadIssue{Severity: "error", Position: pos, Message: msg}
+	if h.Kind != "" && h.Metadata.Name != "" {
+		ns := h.Metadata.Namespace
+		if gv, err := schema.ParseGroupVersion(h.APIVersion); err == nil {
+			if ki := kindByGroupKind(gv.Group, h.Kind); ki != nil {
+				ns = l.objectNamespace(ki, ns)
+			}
+		}
+		if ns == "" && kindByName(h.Kind) == nil {
+			ns = l.spec.DefaultNamespace
+		}
+		is.Resource = &provenance.Ref{Kind: h.Kind, Namespace: ns, Name: h.Metadata.Name}
+		is.Message += "; the object is skipped"
+	}
+	l.issue(is)
+}
+
+var (
+	jsonKindRE     = regexp.MustCompile(`"kind"\s*:\s*"([^"\\]*)"`)
+	jsonAPIRE      = regexp.MustCompile(`"apiVersion"\s*:\s*"([^"\\]*)"`)
+	jsonMetadataRE = regexp.MustCompile(`"metadata"\s*:\s*\{([^{}]*)`)
+	jsonNameRE     = regexp.MustCompile(`"name"\s*:\s*"([^"\\]*)"`)
+	jsonNSRE       = regexp.MustCompile(`"namespace"\s*:\s*"([^"\\]*)"`)
+)
+
+// guessJSONHeader reads the header of an object whose JSON does not parse from its text: the
+// first kind and apiVersion, the name and namespace of the first metadata.
+func guessJSONHeader(text []byte) header {
+	var h header
+	if m := jsonKindRE.FindSubmatch(text); m != nil {
+		h.Kind = string(m[1])
+	}
+	if m := jsonAPIRE.FindSubmatch(text); m != nil {
+		h.APIVersion = string(m[1])
+	}
+	if m := jsonMetadataRE.FindSubmatch(text); m != nil {
+		if n := jsonNameRE.FindSubmatch(m[1]); n != nil {
+			h.Metadata.Name = string(n[1])
+		}
+		if n := jsonNSRE.FindSubmatch(m[1]); n != nil {
+			h.Metadata.Namespace = string(n[1])
+		}
+	}
+	return h
+}
+
+// guessYAMLHeader reads the header of a YAML document that does not parse from its lines: the
+// root keys kind and apiVersion, and name and namespace under metadata (a block, or a flow
+// mapping on its line).
+func guessYAMLHeader(text []byte) header {
+	var h header
+	inMeta := false
+	scalar := func(v string) string {
+		v = strings.TrimSpace(v)
+		if i := strings.Index(v, " #"); i >= 0 {
+			v = strings.TrimSpace(v[:i])
+		}
+		return strings.Trim(v, `"'`)
+	}
+	for _, line := range strings.Split(string(text), "\n") {
+		line = strings.TrimRight(line, "\r")
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		if line[0] != ' ' {
+			inMeta = false
+			key, val, ok := strings.Cut(line, ":")
+			if !ok {
+				continue
+			}
+			switch key {
+			case "kind":
+				h.Kind = scalar(val)
+			case "apiVersion":
+				h.APIVersion = scalar(val)
+			case "metadata":
+				val = strings.TrimSpace(val)
+				if strings.HasPrefix(val, "{") {
+					for _, kv := range strings.Split(strings.Trim(val, "{} "), ",") {
+						k, v, _ := strings.Cut(kv, ":")
+						switch strings.TrimSpace(k) {
+						case "name":
+							h.Metadata.Name = scalar(v)
+						case "namespace":
+							h.Metadata.Namespace = scalar(v)
+						}
+					}
+				} else {
+					inMeta = true
+				}
+			}
+			continue
+		}
+		if !inMeta {
+			continue
+		}
+		// Only the first level under metadata: its indentation is that of its first key.
+		trimmed := strings.TrimLeft(line, " ")
+		key, val, ok := strings.Cut(trimmed, ":")
+		if !ok {
+			continue
+		}
+		switch key {
+		case "name":
+			if h.Metadata.Name == "" {
+				h.Metadata.Name = scalar(val)
+			}
+		case "namespace":
+			if h.Metadata.Namespace == "" {
+				h.Metadata.Namespace = scalar(val)
+			}
+		}
+	}
+	return h
 }
 
 // lineCol turns a byte offset into a 1-based line and column.
@@ -404,10 +544,11 @@ func (l *loader) loadYAML(in *input) {
 				msg = msg[len(m[0]):]
 			}
 			msg = strings.ReplaceAll(msg, "\n", " ")
-			l.issue(model.LoadIssue{
-				Severity: "error", Position: &provenance.Position{File: file, Line: line},
-				Message: fmt.Sprintf("invalid YAML: %s", strings.Join(strings.Fields(msg), " ")),
-			})
+			h := d.sc.h
+			if !d.scanOK {
+				h = guessYAMLHeader(d.text)
+			}
+			l.syntaxIssue(file, &provenance.Position{File: file, Line: line}, h, fmt.Sprintf("invalid YAML: %s", strings.Join(strings.Fields(msg), " ")))
 			continue
 		}
 		// Values come from sigs.k8s.io/yaml (YAML 1.1, what kubectl sends to the API server);
@@ -545,6 +686,14 @@ func (l *loader) loadDocument(d document, js []byte, inherit *header) {
 				Message: fmt.Sprintf("no matches for kind %q in version %q (%s is %s)", h.Kind, h.APIVersion, h.Kind, k.apiVersion()),
 			})
 		}
+		if ownGroup(gv.Group) {
+			if hint := kindHint(gv.Group, h.Kind); hint != "" {
+				l.issue(model.LoadIssue{
+					Severity: "warning", Position: d.at("kind"), Field: "kind",
+					Message: fmt.Sprintf("unknown kind %q in %s: did you mean %s; the object is skipped", h.Kind, h.APIVersion, hint),
+				})
+			}
+		}
 		return // not a kind the engines read
 	}
 	if !ki.serves(gv.Version) {
@@ -555,6 +704,16 @@ func (l *loader) loadDocument(d document, js []byte, inherit *header) {
 		return
 	}
 	if h.Metadata.Name == "" {
+		var probe struct {
+			Metadata json.RawMessage `json:"metadata"`
+		}
+		if json.Unmarshal(js, &probe) == nil && len(probe.Metadata) > 0 && probe.Metadata[0] != '{' && !isNull(probe.Metadata) {
+			l.issue(model.LoadIssue{
+				Severity: "error", Position: d.at("metadata"), Field: "metadata",
+				Message: fmt.Sprintf("%s metadata must be an object (with name and namespace), got %s; the object is skipped", h.Kind, describeJSON(probe.Metadata)),
+			})
+			return
+		}
 		l.issue(model.LoadIssue{Severity: "error", Position: d.at("metadata"), Field: "metadata.name", Message: fmt.Sprintf("%s has no name; the object is skipped", h.Kind)})
 		return
 	}
@@ -578,6 +737,25 @@ func (l *loader) loadDocument(d document, js []byte, inherit *header) {
 	o.SetNamespace(ns)
 	o.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{Group: ki.group, Version: ki.versions[0], Kind: ki.kind})
 	l.addFileObject(d, model.ObjectKey{Kind: ki.kind, Namespace: ns, Name: h.Metadata.Name}, o)
+}
+
+// kindHint is the "did you mean" of an unknown kind in one of the groups the engines read: a
+// kind of the group spelled with other cases, or one or two letters away (for names long
+// enough that this is no accident). "" when there is none.
+func kindHint(group, kind string) string {
+	best, bestDist := "", 3
+	for _, k := range kindTable {
+		if k.group != group {
+			continue
+		}
+		if strings.EqualFold(k.kind, kind) {
+			return k.kind + "? (kinds are case-sensitive)"
+		}
+		if d := strdist.Levenshtein(k.kind, kind); len(kind) >= 6 && d < bestDist {
+			best, bestDist = k.kind+"?", d
+		}
+	}
+	return best
 }
 
 // ownGroup is true for the API groups whose kinds the engines read.
