@@ -52,13 +52,11 @@ func (o *CommonOptions) loader(load LoadFunc) plan.Loader {
 	return func(ctx context.Context, spec source.Spec) (*model.Snapshot, error) {
 		if spec.Stdin != nil && slices.Contains(spec.Files, "-") {
 			if o.stdin == nil {
-				// One byte over the limit is enough for the load to refuse it.
-				limit := spec.MaxInputBytes
-				if limit <= 0 {
-					limit = source.DefaultMaxInputBytes
-				}
-				data, err := io.ReadAll(io.LimitReader(spec.Stdin, limit+1))
+				data, err := source.ReadStdin(spec.Stdin, spec.MaxInputBytes)
 				o.stdin = &stdinCopy{data: data, err: err}
+			}
+			if o.stdin.err != nil {
+				return nil, o.stdin.err
 			}
 			spec.Stdin = o.stdin.reader()
 		}

@@ -131,16 +131,37 @@ func ReadInput(path string, limit int64) ([]byte, error) {
 	return data, nil
 }
 
-// readStdin reads standard input within limit bytes.
-func readStdin(r io.Reader, limit int64) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading standard input: %w", err)
+// ReadStdin reads standard input within limit bytes (0: DefaultMaxInputBytes); more fails
+// as soon as the limit is passed. It reads in chunks and joins them only at the end, so that
+// an endless input costs the limit in memory, not the twice or more of a growing buffer.
+func ReadStdin(r io.Reader, limit int64) ([]byte, error) {
+	if limit <= 0 {
+		limit = DefaultMaxInputBytes
 	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("standard input is larger than the input limit of %d bytes (--max-input-bytes)", limit)
+	const chunk = 1 << 20
+	var chunks [][]byte
+	var total int64
+	for {
+		buf := make([]byte, min(chunk, limit+1-total))
+		n, err := io.ReadFull(r, buf)
+		total += int64(n)
+		if n > 0 {
+			chunks = append(chunks, buf[:n])
+		}
+		if total > limit {
+			return nil, fmt.Errorf("standard input is larger than the input limit of %d bytes (--max-input-bytes)", limit)
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading standard input: %w", err)
+		}
 	}
-	return data, nil
+	if len(chunks) == 1 {
+		return chunks[0], nil
+	}
+	return bytes.Join(chunks, nil), nil
 }
 
 // fileType names a file mode that is neither a regular file nor a directory.
@@ -197,7 +218,7 @@ func (l *loader) listInputs(cache *FileCache) []*input {
 			if l.spec.Stdin == nil {
 				return stop(errors.New("-f - reads standard input, but none is available"))
 			}
-			data, err := readStdin(l.spec.Stdin, l.spec.maxInputBytes())
+			data, err := ReadStdin(l.spec.Stdin, l.spec.maxInputBytes())
 			if err != nil {
 				return stop(err)
 			}
