@@ -3,7 +3,6 @@
 package source
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -126,9 +125,11 @@ func TestFileOverTheInputLimitFailsBeforeReading(t *testing.T) {
 }
 
 func TestDefaultInputLimit(t *testing.T) {
-	var buf bytes.Buffer
-	buf.WriteString(svcA)
-	_, _, err := loadWithin(t, Spec{Files: []string{"-"}, Stdin: io.MultiReader(&buf, io.LimitReader(zeroReader{}, DefaultMaxInputBytes))})
+	if got := (Spec{}).maxInputBytes(); got != 256<<20 {
+		t.Errorf("default limit = %d, want 256 MiB", got)
+	}
+	// One byte over a limit given as 0 (the default) fails as the default does.
+	_, err := ReadStdin(io.LimitReader(zeroReader{}, DefaultMaxInputBytes+1), 0)
 	if err == nil || !strings.Contains(err.Error(), "larger than the input limit of 268435456 bytes") {
 		t.Errorf("error = %v, want the default limit", err)
 	}
