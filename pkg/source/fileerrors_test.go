@@ -105,7 +105,7 @@ func TestWrongCaseKindSuggestsTheKind(t *testing.T) {
 	}
 	for _, tt := range tests {
 		_, iss := loadStdin(t, tt.in)
-		want := []issue{{Severity: "warning", Position: "<stdin>:2:1", Field: "kind", Message: tt.want}}
+		want := []issue{{Severity: "error", Position: "<stdin>:2:1", Field: "kind", Message: tt.want}}
 		if diff := cmp.Diff(want, iss); diff != "" {
 			t.Errorf("issues (-want +got):\n%s", diff)
 		}

@@ -710,7 +710,7 @@ func (l *loader) loadDocument(d document, js []byte, inherit *header) {
 		if ownGroup(gv.Group) {
 			if hint := kindHint(gv.Group, h.Kind); hint != "" {
 				l.issue(model.LoadIssue{
-					Severity: "warning", Position: d.at("kind"), Field: "kind",
+					Severity: "error", Position: d.at("kind"), Field: "kind",
 					Message: fmt.Sprintf("unknown kind %q in %s: did you mean %s; the object is skipped", h.Kind, h.APIVersion, hint),
 				})
 			}
