@@ -6,6 +6,7 @@
 #   make conformance   only the conformance module (separate go.mod requiring istio.io/istio)
 #   make bench         performance benchmark against a real kube-apiserver
 #   make golden        rewrite golden files (review the diff)
+#   make fuzz          every fuzz target in turn, FUZZTIME each (default 30s; FUZZTIME=10m ...)
 #   make release-check goreleaser check, a one-target snapshot release, the krew manifest
 #                      rendered, validated and installed with krew (hack/release-check.sh)
 
@@ -15,7 +16,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS := -s -w -X github.com/mesh-explain/kubectl-mesh-explain/pkg/cli.Version=$(VERSION) -X github.com/mesh-explain/kubectl-mesh-explain/pkg/cli.Commit=$(COMMIT)
 
-.PHONY: build run-example test unit e2e conformance conformance-update golden bench verify release-check clean
+.PHONY: build run-example test unit e2e conformance conformance-update golden fuzz bench verify release-check clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/kubectl-mesh_explain
@@ -41,6 +42,17 @@ conformance-update:
 
 golden:
 	UPDATE_GOLDEN=1 $(GO) test -count=1 ./pkg/...
+
+# FUZZ_TARGETS are package:Target pairs; `make test` runs their seed corpora as plain tests.
+FUZZTIME     ?= 30s
+FUZZ_TARGETS := ./pkg/source:FuzzLoadBytes ./pkg/source:FuzzScanHeader ./pkg/source:FuzzParseMeshConfig \
+                ./pkg/source:FuzzOverlay ./pkg/render:FuzzRender ./pkg/render:FuzzSafe ./pkg/cli:FuzzArgs
+
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "== $${t##*:} ($${t%%:*}, $(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$${t##*:}$$" -fuzztime $(FUZZTIME) "$${t%%:*}"; \
+	done
 
 bench:
 	hack/bench.sh

@@ -5,13 +5,13 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/plan"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/render"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/source"
 )
 
@@ -36,6 +36,7 @@ func (o *CommonOptions) sourceSpec(namespace string) source.Spec {
 		DefaultNamespace: namespace,
 		FilterFiles:      true,
 	}
+	s.MaxInputBytes, _ = o.maxInputBytes() // checked by Validate
 	if len(o.Filenames) > 0 {
 		s.Cache = source.NewFileCache()
 	}
@@ -51,8 +52,11 @@ func (o *CommonOptions) loader(load LoadFunc) plan.Loader {
 	return func(ctx context.Context, spec source.Spec) (*model.Snapshot, error) {
 		if spec.Stdin != nil && slices.Contains(spec.Files, "-") {
 			if o.stdin == nil {
-				data, err := io.ReadAll(spec.Stdin)
+				data, err := source.ReadStdin(spec.Stdin, spec.MaxInputBytes)
 				o.stdin = &stdinCopy{data: data, err: err}
+			}
+			if o.stdin.err != nil {
+				return nil, o.stdin.err
 			}
 			spec.Stdin = o.stdin.reader()
 		}
@@ -89,7 +93,8 @@ func (o *CommonOptions) meshRootNamespace() (string, error) {
 	if o.MeshConfigFile == "" {
 		return "", nil
 	}
-	data, err := os.ReadFile(o.MeshConfigFile)
+	limit, _ := o.maxInputBytes()
+	data, err := source.ReadInput(o.MeshConfigFile, limit)
 	if err != nil {
 		return "", fmt.Errorf("reading the mesh config file: %w", err)
 	}
@@ -112,7 +117,7 @@ func reportIssues(w io.Writer, snap *model.Snapshot) []string {
 	for _, is := range snap.Issues {
 		line := is.String()
 		printed = append(printed, is.Message)
-		fmt.Fprintf(w, "warning: %s\n", line)
+		fmt.Fprintf(w, "warning: %s\n", render.Safe(line))
 	}
 	return printed
 }
@@ -128,7 +133,7 @@ func reportWarnings(w io.Writer, warnings, printed []string) {
 			}
 		}
 		if !dup {
-			fmt.Fprintf(w, "warning: %s\n", msg)
+			fmt.Fprintf(w, "warning: %s\n", render.Safe(msg))
 		}
 	}
 }

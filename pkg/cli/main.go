@@ -58,7 +58,7 @@ func Main(args []string, streams genericiooptions.IOStreams) int {
 func run(args []string, streams genericiooptions.IOStreams, build func(genericiooptions.IOStreams) *cobra.Command) (code int) {
 	defer func() {
 		if r := recover(); r != nil {
-			fmt.Fprintf(streams.ErrOut, "error: internal error: %v (please report this with the command line that caused it)\n", r)
+			fmt.Fprintf(streams.ErrOut, "error: internal error: %s (please report this with the command line that caused it)\n", render.Safe(fmt.Sprint(r)))
 			code = ExitInternal
 		}
 	}()
@@ -86,20 +86,20 @@ func reportError(streams genericiooptions.IOStreams, cmd *cobra.Command, err err
 		fmt.Fprintf(streams.ErrOut, "warning: %s\n", err)
 		return ExitIncomplete
 	case errors.As(err, &findings):
-		fmt.Fprintf(streams.ErrOut, "%s\n", err)
+		fmt.Fprintf(streams.ErrOut, "%s\n", render.Safe(err.Error()))
 		return ExitFindings
 	case errors.As(err, &usage), errors.As(err, &unknown):
 		c := cmd
 		if usage != nil && usage.Cmd != nil {
 			c = usage.Cmd
 		}
-		fmt.Fprintf(streams.ErrOut, "error: %s\n", err)
+		fmt.Fprintf(streams.ErrOut, "error: %s\n", render.Safe(err.Error()))
 		if c != nil {
 			fmt.Fprintf(streams.ErrOut, "\nUsage:\n  %s\n\nSee '%s --help' for examples and all flags.\n", c.UseLine(), c.CommandPath())
 		}
 		return ExitUsage
 	case errors.As(err, &data):
-		fmt.Fprintf(streams.ErrOut, "error: %s\n", err)
+		fmt.Fprintf(streams.ErrOut, "error: %s\n", render.Safe(err.Error()))
 		return ExitData
 	}
 	msg := err.Error()
@@ -108,6 +108,6 @@ func reportError(streams genericiooptions.IOStreams, cmd *cobra.Command, err err
 	if !errors.As(err, &nf) && !errors.As(err, &iq) && errors.Is(err, context.Canceled) {
 		msg = "interrupted"
 	}
-	fmt.Fprintf(streams.ErrOut, "error: %s\n", strings.TrimSuffix(msg, "\n"))
+	fmt.Fprintf(streams.ErrOut, "error: %s\n", render.Safe(strings.TrimSuffix(msg, "\n")))
 	return ExitError
 }

@@ -50,6 +50,8 @@ func TestUsageErrors(t *testing.T) {
 			`error: invalid --from "deployment/x": unknown kind "deployment" (want pod/NAME or namespace/NS)`, "kubectl mesh-explain cluster HOST[:PORT] [flags]"},
 		{"bad --color", []string{"cluster", "reviews", "--color", "sometimes"},
 			`error: invalid color mode "sometimes" (allowed: auto, always, never)`, "kubectl mesh-explain cluster HOST[:PORT] [flags]"},
+		{"bad --max-input-bytes", []string{"cluster", "reviews", "--max-input-bytes", "-1"},
+			`error: invalid --max-input-bytes "-1": want a positive number of bytes, such as 1048576 or 256Mi`, "kubectl mesh-explain cluster HOST[:PORT] [flags]"},
 		{"--overlay without -f", []string{"cluster", "reviews", "--overlay"},
 			"error: --overlay needs objects to overlay (-f FILE)", "kubectl mesh-explain cluster HOST[:PORT] [flags]"},
 		{"authz without workload", []string{"authz"},
@@ -186,6 +188,23 @@ func TestInvalidMeshConfigIsADataError(t *testing.T) {
 	}
 }
 
+func TestInputOverTheLimitStopsTheCommand(t *testing.T) {
+	yaml := "apiVersion: v1\nkind: Service\nmetadata: {name: reviews}\n" + strings.Repeat("# padding\n", 300)
+	r := runMain(t, yaml, "cluster", "reviews", "-f", "-", "--max-input-bytes", "1Ki")
+	if r.code != ExitError || r.stderr != "error: standard input is larger than the input limit of 1024 bytes (--max-input-bytes)\n" {
+		t.Fatalf("got %s", r)
+	}
+	mesh := filepath.Join(t.TempDir(), "mesh.yaml")
+	if err := os.WriteFile(mesh, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = runMain(t, "", "cluster", "reviews", "-f", mesh, "--max-input-bytes", "1Ki")
+	want := "error: reading " + mesh + ": the file has 3055 bytes, more than the input limit of 1024 bytes (--max-input-bytes)\n"
+	if r.code != ExitError || r.stderr != want {
+		t.Fatalf("got %s\nwant stderr %q", r, want)
+	}
+}
+
 func TestMainRecoversFromPanics(t *testing.T) {
 	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
 	code := run([]string{"boom"}, streams, func(genericiooptions.IOStreams) *cobra.Command {
@@ -262,4 +281,17 @@ func containsFlag(args []string, flag string) bool {
 		}
 	}
 	return false
+}
+
+func TestMessagesShowControlCharactersEscaped(t *testing.T) {
+	in := `{"apiVersion":"networking.istio.io/v1","kind":"DestinationRule","metadata":{"name":"r\u001b]0;owned\u0007","namespace":"default"},"spec":{"host":"reviews","trafficPolicy":{"connectionPool":{"tcp":{"maxConnections":"x\u202e"}}}}}`
+	r := runMain(t, in, "cluster", "reviews\x1b[2J", "-f", "-")
+	if strings.ContainsAny(r.stderr, "\x1b\x07\u202e") {
+		t.Errorf("raw control characters on stderr:\n%q", r.stderr)
+	}
+	for _, want := range []string{`DestinationRule default/r\x1b]0;owned\x07`, `host "reviews\x1b[2j" not found`} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("%q missing from stderr:\n%s", want, r.stderr)
+		}
+	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -17,6 +18,7 @@ import (
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/render"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/source"
 )
 
 // displayName is how help spells the command: kubectl runs the plugin as `kubectl mesh-explain`.
@@ -52,6 +54,8 @@ type CommonOptions struct {
 	// AllowPartial is --allow-partial: an answer that lacks something it needed exits 0, not
 	// ExitIncomplete.
 	AllowPartial bool
+	// MaxInputBytes is --max-input-bytes: the largest single input (a quantity such as 256Mi).
+	MaxInputBytes string
 
 	// Getenv reads the environment (NO_COLOR); tests replace it.
 	Getenv func(string) string
@@ -71,6 +75,7 @@ func NewCommonOptions(streams genericiooptions.IOStreams) *CommonOptions {
 		ConfigFlags:    genericclioptions.NewConfigFlags(true).WithDeprecatedPasswordFlag().WithWarningPrinter(streams),
 		IstioNamespace: "istio-system",
 		Color:          string(render.ColorAuto),
+		MaxInputBytes:  "256Mi",
 		Getenv:         os.Getenv,
 		progressTo:     isTerminal,
 	}
@@ -92,6 +97,8 @@ func (o *CommonOptions) AddFlags(cmd *cobra.Command) {
 		"MeshConfig YAML file to use instead of the mesh ConfigMap")
 	fs.BoolVar(&o.AllowPartial, "allow-partial", o.AllowPartial,
 		"Exit 0 when the answer is printed but something it needed could not be read (default: exit 3)")
+	fs.StringVar(&o.MaxInputBytes, "max-input-bytes", o.MaxInputBytes,
+		"Largest single input read (each -f file, standard input, --meshconfig), in bytes or with a suffix (Ki, Mi, Gi); a larger one stops the command")
 	fs.StringVar(&o.Color, "color", o.Color, "Colour the table output: "+strings.Join(render.ColorModes, ", ")+" (auto honours NO_COLOR)")
 	_ = cmd.RegisterFlagCompletionFunc("color", fixedCompletions(render.ColorModes...))
 	for _, name := range []string{"filename", "meshconfig"} {
@@ -110,6 +117,9 @@ func (o *CommonOptions) Validate(cmd *cobra.Command) error {
 	if _, err := render.ParseColorMode(o.Color); err != nil {
 		return usageErrorf(cmd, "%v", err)
 	}
+	if _, err := o.maxInputBytes(); err != nil {
+		return usageErrorf(cmd, "%v", err)
+	}
 	stdin := 0
 	for _, f := range o.Filenames {
 		if f == "-" {
@@ -120,6 +130,19 @@ func (o *CommonOptions) Validate(cmd *cobra.Command) error {
 		return usageErrorf(cmd, "-f - (stdin) can be given only once")
 	}
 	return nil
+}
+
+// maxInputBytes parses --max-input-bytes.
+func (o *CommonOptions) maxInputBytes() (int64, error) {
+	if o.MaxInputBytes == "" {
+		return source.DefaultMaxInputBytes, nil
+	}
+	q, err := resource.ParseQuantity(o.MaxInputBytes)
+	n, ok := q.AsInt64()
+	if err != nil || !ok || n <= 0 {
+		return 0, fmt.Errorf("invalid --max-input-bytes %q: want a positive number of bytes, such as 1048576 or 256Mi", o.MaxInputBytes)
+	}
+	return n, nil
 }
 
 // Namespace returns -n, else the namespace of the kubeconfig context, else "default". In

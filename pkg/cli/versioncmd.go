@@ -13,6 +13,8 @@ import (
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/render"
 )
 
 // VersionInfo is what `version` prints: the plugin, the Istio it models, and the istiods
@@ -206,7 +208,7 @@ func (o *VersionOptions) Run(ctx context.Context) error {
 		}
 	}
 	for _, w := range info.Warnings {
-		fmt.Fprintf(o.ErrOut, "warning: %s\n", w)
+		fmt.Fprintf(o.ErrOut, "warning: %s\n", render.Safe(w))
 	}
 	switch o.Output {
 	case "json":
@@ -240,7 +242,7 @@ func writeVersionText(w io.Writer, info VersionInfo, live bool) error {
 		if v == "" {
 			v = "unknown version"
 		}
-		fmt.Fprintf(w, "istiod:         %s (revision %s, %s/%s, %s)\n", v, i.Revision, i.Namespace, i.Name, i.Image)
+		fmt.Fprintf(w, "istiod:         %s\n", render.Safe(fmt.Sprintf("%s (revision %s, %s/%s, %s)", v, i.Revision, i.Namespace, i.Name, i.Image)))
 	}
 	if live && len(info.Istiod) == 0 {
 		fmt.Fprintf(w, "istiod:         not found\n")
@@ -286,7 +288,7 @@ func withIstiodCheck(o *CommonOptions, cmd *cobra.Command) {
 		}
 		wg.Wait()
 		for _, w := range warnings {
-			fmt.Fprintf(o.ErrOut, "warning: %s\n", w)
+			fmt.Fprintf(o.ErrOut, "warning: %s\n", render.Safe(w))
 		}
 		return err
 	}

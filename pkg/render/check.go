@@ -101,8 +101,8 @@ func (p *checkTable) PrintCheck(w io.Writer, r *explain.CheckReport) error {
 	width := p.opts.width()
 	blocks = append(blocks, renderLines(th.Title, wrapCell(summaryLine(r, counts, silenced, p.wide), width)))
 	for _, g := range groups {
-		title := g.title
-		if pos := objectPosition(g.findings); pos != "" {
+		title := Safe(g.title)
+		if pos := Safe(objectPosition(g.findings)); pos != "" {
 			// The file on a line of its own when both do not fit.
 			if lipgloss.Width(title+"  "+pos) <= width {
 				title += "  " + pos
@@ -115,7 +115,7 @@ func (p *checkTable) PrintCheck(w io.Writer, r *explain.CheckReport) error {
 	if len(r.Warnings) > 0 {
 		lines := []string{th.Heading.Render("WARNINGS")}
 		for _, wmsg := range r.Warnings {
-			lines = append(lines, renderLines(th.Warning, wrapCell("warning: "+wmsg, width)))
+			lines = append(lines, renderLines(th.Warning, wrapCell("warning: "+Safe(wmsg), width)))
 		}
 		blocks = append(blocks, strings.Join(lines, "\n"))
 	}

@@ -76,7 +76,7 @@ func (p *tablePrinter) result(th Theme, r *explain.Result) []func() string {
 	if len(r.Incomplete) > 0 {
 		jobs = append(jobs, block(incompleteBanner(th, p.opts.width(), r.Incomplete)))
 	}
-	jobs = append(jobs, block(renderLines(th.Title, wrapCell(subjectLine(r.Subject), p.opts.width()))))
+	jobs = append(jobs, block(renderLines(th.Title, wrapCell(Safe(subjectLine(r.Subject)), p.opts.width()))))
 	// What is wrong comes first, then how the answer was reached and what was generated.
 	if len(r.Diagnostics) > 0 {
 		jobs = append(jobs, func() string {
@@ -109,7 +109,7 @@ func (p *tablePrinter) result(th Theme, r *explain.Result) []func() string {
 	if len(r.Warnings) > 0 {
 		lines := []string{th.Heading.Render("WARNINGS")}
 		for _, msg := range r.Warnings {
-			lines = append(lines, renderLines(th.Warning, wrapCell("warning: "+msg, p.opts.width())))
+			lines = append(lines, renderLines(th.Warning, wrapCell("warning: "+Safe(msg), p.opts.width())))
 		}
 		jobs = append(jobs, block(strings.Join(lines, "\n")))
 	}
@@ -119,7 +119,7 @@ func (p *tablePrinter) result(th Theme, r *explain.Result) []func() string {
 // incompleteBanner is the first line of an answer that lacks something it needed: `INCOMPLETE:
 // DestinationRules, Services could not be read; the answer may be wrong (see WARNINGS)`.
 func incompleteBanner(th Theme, width int, what []string) string {
-	return renderLines(th.Warning, wrapCell("INCOMPLETE: "+strings.Join(what, ", ")+
+	return renderLines(th.Warning, wrapCell("INCOMPLETE: "+Safe(strings.Join(what, ", "))+
 		" could not be read; what follows may differ from what istiod pushes (see WARNINGS)", width))
 }
 
@@ -170,10 +170,10 @@ func firstNonEmpty(ss ...string) string {
 
 // objectHeader is `<Kind> <name>` and the summary lines, aligned.
 func (p *tablePrinter) objectHeader(th Theme, r *explain.Result, o explain.Object) string {
-	title := renderLines(th.Title, wrapCell(shortKind(o.Kind)+" "+o.Name, p.opts.width()))
+	title := renderLines(th.Title, wrapCell(Safe(shortKind(o.Kind)+" "+o.Name), p.opts.width()))
 	if o.Missing {
 		const missing = "(missing: istiod does not generate it)"
-		if lipgloss.Width(shortKind(o.Kind)+" "+o.Name+" "+missing) > p.opts.width() {
+		if lipgloss.Width(Safe(shortKind(o.Kind)+" "+o.Name)+" "+missing) > p.opts.width() {
 			title += "\n"
 		} else {
 			title += " "
@@ -186,14 +186,14 @@ func (p *tablePrinter) objectHeader(th Theme, r *explain.Result, o explain.Objec
 	}
 	width := 0
 	for _, s := range summary {
-		width = max(width, lipgloss.Width(s.Name)+1)
+		width = max(width, lipgloss.Width(Safe(s.Name))+1)
 	}
 	lines := []string{title}
 	for _, s := range summary {
-		label := s.Name + ":"
+		label := Safe(s.Name) + ":"
 		pad := strings.Repeat(" ", width-lipgloss.Width(label)+1)
 		indent := 2 + lipgloss.Width(label) + len(pad)
-		lines = append(lines, "  "+th.Label.Render(label)+pad+hangingIndent(s.Value, indent, p.opts.width()))
+		lines = append(lines, "  "+th.Label.Render(label)+pad+hangingIndent(Safe(s.Value), indent, p.opts.width()))
 	}
 	return strings.Join(lines, "\n")
 }
@@ -378,7 +378,7 @@ func (p *tablePrinter) section(th Theme, s explain.Section) string {
 	for i, c := range s.Columns {
 		headers[i] = strings.ToUpper(c)
 	}
-	title := th.Heading.Render(strings.ToUpper(s.Title))
+	title := th.Heading.Render(Safe(strings.ToUpper(s.Title)))
 	if len(s.Rows) == 0 {
 		return title + "\n(none)"
 	}
@@ -416,7 +416,9 @@ func (th Theme) table(headers []string, rows [][]string, width int, style func(r
 	cells := measureCells(rows)
 	for _, row := range cells {
 		for _, c := range row {
-			if t := expandTabs(c.text); t != c.text {
+			// Tabs are laid out as spaces; every other control character of a value is
+			// spelled out (Safe).
+			if t := Safe(expandTabs(c.text)); t != c.text {
 				c.text = t
 				c.width, c.newlines = measure(t)
 			}

@@ -61,8 +61,8 @@ func TestMalformedObjectsAreSkippedWithAnIssueNamingResourceAndField(t *testing.
 			Message: "DestinationRule has no name; the object is skipped",
 		},
 		{
-			Severity: "error", Position: f + ":102",
-			Message: "invalid YAML: did not find expected ',' or '}'",
+			Severity: "error", Resource: "Service bookinfo/broken-yaml", Position: f + ":102",
+			Message: "invalid YAML: did not find expected ',' or '}'; the object is skipped",
 		},
 		{
 			Severity: "error", Resource: "VirtualService bookinfo/spec-typo", Position: f + ":109:1",
@@ -127,8 +127,8 @@ func TestDecodeProblems(t *testing.T) {
 			name: "duplicate key",
 			in:   "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: ns1}\nspec:\n  type: ClusterIP\n  type: NodePort\n",
 			want: []issue{{
-				Severity: "error", Position: "<stdin>:6",
-				Message: `invalid YAML: key "type" already set in map`,
+				Severity: "error", Resource: "Service ns1/s", Position: "<stdin>:6",
+				Message: `invalid YAML: key "type" already set in map; the object is skipped`,
 			}},
 		},
 		{

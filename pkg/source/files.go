@@ -12,11 +12,13 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"gopkg.in/yaml.v3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/internal/strdist"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
@@ -40,31 +42,185 @@ func (l *loader) readFiles() error {
 	ins := l.listInputs(cache)
 	l.prepare(ins)
 	for _, in := range ins {
-		if in.err != nil {
+		switch {
+		case in.err != nil:
 			return in.err
-		}
-		if in.f.err != nil {
+		case in.skipped != "" || in.panicked != "":
+			l.issue(model.LoadIssue{Severity: "error", Position: &provenance.Position{File: in.name}, Message: in.skipped + in.panicked})
+			continue
+		case in.f.err != nil:
+			var tl *tooLargeError
+			if in.found && !errors.As(in.f.err, &tl) {
+				// One unreadable file of a directory costs that file, not the others.
+				l.issue(model.LoadIssue{Severity: "error", Position: &provenance.Position{File: in.name}, Message: fmt.Sprintf("cannot read this file (%s); it is skipped", describePathError(in.f.err))})
+				continue
+			}
 			return fmt.Errorf("reading %s: %w", in.f.path, in.f.err)
 		}
-		l.loadInput(in)
+		l.loadInputSafely(in)
 	}
 	return nil
 }
 
+// loadInputSafely is loadInput with a panic outside an object's decoding (loadDocument
+// recovers those) turned into an issue naming the file: the objects it loaded before stay.
+func (l *loader) loadInputSafely(in *input) {
+	defer func() {
+		if r := recover(); r != nil {
+			l.issue(model.LoadIssue{Severity: "error", Position: &provenance.Position{File: in.name}, Message: fmt.Sprintf("cannot read the rest of this file: internal error: %v", r)})
+		}
+	}()
+	l.loadInput(in)
+}
+
+// DefaultMaxInputBytes is the default limit on the size of any single input (a file, standard
+// input, the --meshconfig file): 256 MiB, far above any real mesh's manifests, and read in a
+// fraction of a second.
+const DefaultMaxInputBytes = 256 << 20
+
+// maxInputBytes is the limit on any single input of the load.
+func (s Spec) maxInputBytes() int64 {
+	if s.MaxInputBytes > 0 {
+		return s.MaxInputBytes
+	}
+	return DefaultMaxInputBytes
+}
+
+// tooLargeError is an input over the size limit.
+type tooLargeError struct {
+	size  int64 // -1 when unknown (read up to the limit)
+	limit int64
+}
+
+func (e *tooLargeError) Error() string {
+	if e.size < 0 {
+		return fmt.Sprintf("the file has more than the input limit of %d bytes (--max-input-bytes)", e.limit)
+	}
+	return fmt.Sprintf("the file has %d bytes, more than the input limit of %d bytes (--max-input-bytes)", e.size, e.limit)
+}
+
+// ReadInput reads one input file (the --meshconfig file, a file named with -f) within limit
+// bytes (0: DefaultMaxInputBytes). Only a regular file is read: a named pipe or a device could
+// block forever or never end.
+func ReadInput(path string, limit int64) ([]byte, error) {
+	if limit <= 0 {
+		limit = DefaultMaxInputBytes
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (%s)", fileType(info.Mode()))
+	}
+	if info.Size() > limit {
+		return nil, &tooLargeError{size: info.Size(), limit: limit}
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, &tooLargeError{size: -1, limit: limit}
+	}
+	return data, nil
+}
+
+// ReadStdin reads standard input within limit bytes (0: DefaultMaxInputBytes); more fails
+// as soon as the limit is passed. It reads in chunks and joins them only at the end, so that
+// an endless input costs the limit in memory, not the twice or more of a growing buffer.
+func ReadStdin(r io.Reader, limit int64) ([]byte, error) {
+	if limit <= 0 {
+		limit = DefaultMaxInputBytes
+	}
+	const chunk = 1 << 20
+	var chunks [][]byte
+	var total int64
+	for {
+		buf := make([]byte, min(chunk, limit+1-total))
+		n, err := io.ReadFull(r, buf)
+		total += int64(n)
+		if n > 0 {
+			chunks = append(chunks, buf[:n])
+		}
+		if total > limit {
+			return nil, fmt.Errorf("standard input is larger than the input limit of %d bytes (--max-input-bytes)", limit)
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading standard input: %w", err)
+		}
+	}
+	if len(chunks) == 1 {
+		return chunks[0], nil
+	}
+	return bytes.Join(chunks, nil), nil
+}
+
+// fileType names a file mode that is neither a regular file nor a directory.
+func fileType(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0, m&fs.ModeCharDevice != 0:
+		return "a device"
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	}
+	return "an irregular file"
+}
+
+// describePathError says why a path could not be read, without Go's "open PATH:" prefix (the
+// path is in the message's position).
+func describePathError(err error) string {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "a symbolic link to a path that does not exist"
+	case errors.Is(err, syscall.ELOOP):
+		return "a symbolic link loop"
+	case errors.Is(err, fs.ErrPermission):
+		return "permission denied"
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// notRegular is the message of a path that is skipped for its type.
+func notRegular(m fs.FileMode) string {
+	return fmt.Sprintf("not a regular file (%s); it is skipped (pass its content with -f - to read it)", fileType(m))
+}
+
 // listInputs lists the files of the -f arguments in order. A failure (a path that does not
 // exist, an unreadable directory) ends the list with an input that holds it, so that it is
-// reported after the failures of the files before it, as when reading them in turn.
+// reported after the failures of the files before it, as when reading them in turn. Only
+// regular files and directories are read: a named pipe, a socket or a device (named with -f
+// or found in a directory) is skipped with an issue, and so is a file of a directory that
+// cannot be read (a dangling symbolic link, a loop of them) or a subdirectory that cannot be
+// listed.
 func (l *loader) listInputs(cache *FileCache) []*input {
 	var ins []*input
 	stop := func(err error) []*input { return append(ins, &input{err: err}) }
+	skip := func(p, msg string) { ins = append(ins, &input{name: l.displayPath(p), skipped: msg}) }
 	for _, f := range l.spec.Files {
 		if f == "-" {
 			if l.spec.Stdin == nil {
 				return stop(errors.New("-f - reads standard input, but none is available"))
 			}
-			data, err := io.ReadAll(l.spec.Stdin)
+			data, err := ReadStdin(l.spec.Stdin, l.spec.maxInputBytes())
 			if err != nil {
-				return stop(fmt.Errorf("reading standard input: %w", err))
+				return stop(err)
 			}
 			ins = append(ins, &input{name: stdinName, f: givenFile(stdinName, data)})
 			continue
@@ -77,12 +233,23 @@ func (l *loader) listInputs(cache *FileCache) []*input {
 			return stop(fmt.Errorf("reading %s: %w", f, err))
 		}
 		if !info.IsDir() {
+			if !info.Mode().IsRegular() {
+				skip(f, notRegular(info.Mode()))
+				continue
+			}
 			ins = append(ins, &input{name: l.displayPath(f), f: cache.file(f)})
 			continue
 		}
 		err = filepath.WalkDir(f, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
-				return fmt.Errorf("reading %s: %w", p, err)
+				if p == f {
+					return fmt.Errorf("reading %s: %w", p, err)
+				}
+				skip(p, fmt.Sprintf("cannot read this directory (%s); it is skipped", describePathError(err)))
+				if d != nil && d.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
 			}
 			if d.IsDir() {
 				if p != f && !l.spec.Recursive {
@@ -93,7 +260,23 @@ func (l *loader) listInputs(cache *FileCache) []*input {
 			if !wantedFile(d.Name()) {
 				return nil
 			}
-			ins = append(ins, &input{name: l.displayPath(p), f: cache.file(p)})
+			mode := d.Type()
+			if mode&fs.ModeSymlink != 0 {
+				target, err := os.Stat(p)
+				if err != nil {
+					skip(p, fmt.Sprintf("cannot read this file (%s); it is skipped", describePathError(err)))
+					return nil
+				}
+				if target.IsDir() {
+					return nil // a directory behind a link is not walked, whatever its name
+				}
+				mode = target.Mode()
+			}
+			if !mode.IsRegular() {
+				skip(p, notRegular(mode))
+				return nil
+			}
+			ins = append(ins, &input{name: l.displayPath(p), f: cache.file(p), found: true})
 			return nil
 		})
 		if err != nil {
@@ -135,36 +318,175 @@ func (l *loader) loadInput(in *input) {
 	l.loadYAML(in)
 }
 
+// loadJSON loads a JSON stream. A syntax error costs the object it is in: the decoding starts
+// again at the next line that opens an object (`{` in the first column, as every JSON printer
+// of a stream writes them), and the issue names the broken object when its header can be read.
 func (l *loader) loadJSON(file string, data []byte) {
+	base := int64(0)
 	dec := json.NewDecoder(bytes.NewReader(data))
 	for {
+		start := base + dec.InputOffset()
+		for start < int64(len(data)) && isJSONSpace(data[start]) {
+			start++
+		}
 		var raw json.RawMessage
 		err := dec.Decode(&raw)
 		if errors.Is(err, io.EOF) {
 			return
 		}
 		if err != nil {
-			off := dec.InputOffset()
+			off := base + dec.InputOffset()
 			var se *json.SyntaxError
 			if errors.As(err, &se) {
-				off = se.Offset
+				off = base + se.Offset
 			}
 			line, col := lineCol(data, off)
-			l.issue(model.LoadIssue{
-				Severity: "error", Position: &provenance.Position{File: file, Line: line, Col: col},
-				Message: fmt.Sprintf("invalid JSON: %v", err),
-			})
-			return
+			next := int64(-1)
+			if i := bytes.Index(data[min(start+1, int64(len(data))):], []byte("\n{")); i >= 0 {
+				next = start + 1 + int64(i) + 1
+			}
+			broken := data[start:]
+			if next >= 0 {
+				broken = data[start:next]
+			}
+			l.syntaxIssue(file, &provenance.Position{File: file, Line: line, Col: col}, guessJSONHeader(broken), fmt.Sprintf("invalid JSON: %v", err))
+			if next < 0 {
+				return
+			}
+			base = next
+			dec = json.NewDecoder(bytes.NewReader(data[next:]))
+			continue
 		}
 		if scanDocuments && l.skipsJSON(raw) {
 			continue
 		}
-		end := dec.InputOffset()
+		end := base + dec.InputOffset()
 		line, col := lineCol(data, end-int64(len(raw)))
 		pos := provenance.Position{File: file, Line: line, Col: col}
 		tree := &lazyTree{text: raw, line: line, col: col}
 		l.loadDocument(document{file: file, tree: tree, pos: pos}, raw, nil)
 	}
+}
+
+func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+
+// syntaxIssue reports a document that does not parse, naming its object when the header could
+// be read from its text.
+func (l *loader) syntaxIssue(file string, pos *provenance.Position, h header, msg string) {
+	is := model.LoadIssue{Severity: "error", Position: pos, Message: msg}
+	if h.Kind != "" && h.Metadata.Name != "" {
+		ns := h.Metadata.Namespace
+		if gv, err := schema.ParseGroupVersion(h.APIVersion); err == nil {
+			if ki := kindByGroupKind(gv.Group, h.Kind); ki != nil {
+				ns = l.objectNamespace(ki, ns)
+			}
+		}
+		if ns == "" && kindByName(h.Kind) == nil {
+			ns = l.spec.DefaultNamespace
+		}
+		is.Resource = &provenance.Ref{Kind: h.Kind, Namespace: ns, Name: h.Metadata.Name}
+		is.Message += "; the object is skipped"
+	}
+	l.issue(is)
+}
+
+var (
+	jsonKindRE     = regexp.MustCompile(`"kind"\s*:\s*"([^"\\]*)"`)
+	jsonAPIRE      = regexp.MustCompile(`"apiVersion"\s*:\s*"([^"\\]*)"`)
+	jsonMetadataRE = regexp.MustCompile(`"metadata"\s*:\s*\{([^{}]*)`)
+	jsonNameRE     = regexp.MustCompile(`"name"\s*:\s*"([^"\\]*)"`)
+	jsonNSRE       = regexp.MustCompile(`"namespace"\s*:\s*"([^"\\]*)"`)
+)
+
+// guessJSONHeader reads the header of an object whose JSON does not parse from its text: the
+// first kind and apiVersion, the name and namespace of the first metadata.
+func guessJSONHeader(text []byte) header {
+	var h header
+	if m := jsonKindRE.FindSubmatch(text); m != nil {
+		h.Kind = string(m[1])
+	}
+	if m := jsonAPIRE.FindSubmatch(text); m != nil {
+		h.APIVersion = string(m[1])
+	}
+	if m := jsonMetadataRE.FindSubmatch(text); m != nil {
+		if n := jsonNameRE.FindSubmatch(m[1]); n != nil {
+			h.Metadata.Name = string(n[1])
+		}
+		if n := jsonNSRE.FindSubmatch(m[1]); n != nil {
+			h.Metadata.Namespace = string(n[1])
+		}
+	}
+	return h
+}
+
+// guessYAMLHeader reads the header of a YAML document that does not parse from its lines: the
+// root keys kind and apiVersion, and name and namespace under metadata (a block, or a flow
+// mapping on its line).
+func guessYAMLHeader(text []byte) header {
+	var h header
+	inMeta := false
+	scalar := func(v string) string {
+		v = strings.TrimSpace(v)
+		if i := strings.Index(v, " #"); i >= 0 {
+			v = strings.TrimSpace(v[:i])
+		}
+		return strings.Trim(v, `"'`)
+	}
+	for _, line := range strings.Split(string(text), "\n") {
+		line = strings.TrimRight(line, "\r")
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		if line[0] != ' ' {
+			inMeta = false
+			key, val, ok := strings.Cut(line, ":")
+			if !ok {
+				continue
+			}
+			switch key {
+			case "kind":
+				h.Kind = scalar(val)
+			case "apiVersion":
+				h.APIVersion = scalar(val)
+			case "metadata":
+				val = strings.TrimSpace(val)
+				if strings.HasPrefix(val, "{") {
+					for _, kv := range strings.Split(strings.Trim(val, "{} "), ",") {
+						k, v, _ := strings.Cut(kv, ":")
+						switch strings.TrimSpace(k) {
+						case "name":
+							h.Metadata.Name = scalar(v)
+						case "namespace":
+							h.Metadata.Namespace = scalar(v)
+						}
+					}
+				} else {
+					inMeta = true
+				}
+			}
+			continue
+		}
+		if !inMeta {
+			continue
+		}
+		// Only the first level under metadata: its indentation is that of its first key.
+		trimmed := strings.TrimLeft(line, " ")
+		key, val, ok := strings.Cut(trimmed, ":")
+		if !ok {
+			continue
+		}
+		switch key {
+		case "name":
+			if h.Metadata.Name == "" {
+				h.Metadata.Name = scalar(val)
+			}
+		case "namespace":
+			if h.Metadata.Namespace == "" {
+				h.Metadata.Namespace = scalar(val)
+			}
+		}
+	}
+	return h
 }
 
 // lineCol turns a byte offset into a 1-based line and column.
@@ -243,10 +565,11 @@ func (l *loader) loadYAML(in *input) {
 				msg = msg[len(m[0]):]
 			}
 			msg = strings.ReplaceAll(msg, "\n", " ")
-			l.issue(model.LoadIssue{
-				Severity: "error", Position: &provenance.Position{File: file, Line: line},
-				Message: fmt.Sprintf("invalid YAML: %s", strings.Join(strings.Fields(msg), " ")),
-			})
+			h := d.sc.h
+			if !d.scanOK {
+				h = guessYAMLHeader(d.text)
+			}
+			l.syntaxIssue(file, &provenance.Position{File: file, Line: line}, h, fmt.Sprintf("invalid YAML: %s", strings.Join(strings.Fields(msg), " ")))
 			continue
 		}
 		// Values come from sigs.k8s.io/yaml (YAML 1.1, what kubectl sends to the API server);
@@ -384,6 +707,14 @@ func (l *loader) loadDocument(d document, js []byte, inherit *header) {
 				Message: fmt.Sprintf("no matches for kind %q in version %q (%s is %s)", h.Kind, h.APIVersion, h.Kind, k.apiVersion()),
 			})
 		}
+		if ownGroup(gv.Group) {
+			if hint := kindHint(gv.Group, h.Kind); hint != "" {
+				l.issue(model.LoadIssue{
+					Severity: "error", Position: d.at("kind"), Field: "kind",
+					Message: fmt.Sprintf("unknown kind %q in %s: did you mean %s; the object is skipped", h.Kind, h.APIVersion, hint),
+				})
+			}
+		}
 		return // not a kind the engines read
 	}
 	if !ki.serves(gv.Version) {
@@ -394,6 +725,16 @@ func (l *loader) loadDocument(d document, js []byte, inherit *header) {
 		return
 	}
 	if h.Metadata.Name == "" {
+		var probe struct {
+			Metadata json.RawMessage `json:"metadata"`
+		}
+		if json.Unmarshal(js, &probe) == nil && len(probe.Metadata) > 0 && probe.Metadata[0] != '{' && !isNull(probe.Metadata) {
+			l.issue(model.LoadIssue{
+				Severity: "error", Position: d.at("metadata"), Field: "metadata",
+				Message: fmt.Sprintf("%s metadata must be an object (with name and namespace), got %s; the object is skipped", h.Kind, describeJSON(probe.Metadata)),
+			})
+			return
+		}
 		l.issue(model.LoadIssue{Severity: "error", Position: d.at("metadata"), Field: "metadata.name", Message: fmt.Sprintf("%s has no name; the object is skipped", h.Kind)})
 		return
 	}
@@ -417,6 +758,25 @@ func (l *loader) loadDocument(d document, js []byte, inherit *header) {
 	o.SetNamespace(ns)
 	o.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{Group: ki.group, Version: ki.versions[0], Kind: ki.kind})
 	l.addFileObject(d, model.ObjectKey{Kind: ki.kind, Namespace: ns, Name: h.Metadata.Name}, o)
+}
+
+// kindHint is the "did you mean" of an unknown kind in one of the groups the engines read: a
+// kind of the group spelled with other cases, or one or two letters away (for names long
+// enough that this is no accident). "" when there is none.
+func kindHint(group, kind string) string {
+	best, bestDist := "", 3
+	for _, k := range kindTable {
+		if k.group != group {
+			continue
+		}
+		if strings.EqualFold(k.kind, kind) {
+			return k.kind + "? (kinds are case-sensitive)"
+		}
+		if d := strdist.Levenshtein(k.kind, kind); len(kind) >= 6 && d < bestDist {
+			best, bestDist = k.kind+"?", d
+		}
+	}
+	return best
 }
 
 // ownGroup is true for the API groups whose kinds the engines read.

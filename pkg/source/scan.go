@@ -536,7 +536,8 @@ func (l *loader) skips(h header) bool {
 	}
 	ki := kindByGroupKind(gv.Group, h.Kind)
 	if ki == nil {
-		return kindByName(h.Kind) == nil || !ownGroup(gv.Group)
+		// Kept: a kind of another group, and a misspelt kind (loadDocument suggests one).
+		return !ownGroup(gv.Group) || (kindByName(h.Kind) == nil && kindHint(gv.Group, h.Kind) == "")
 	}
 	if !ki.serves(gv.Version) || h.Metadata.Name == "" || !l.spec.FilterFiles {
 		return false

@@ -3,7 +3,7 @@ package source
 import (
 	"bytes"
 	"encoding/json"
-	"os"
+	"fmt"
 	"runtime"
 	"strings"
 	"sync"
@@ -60,11 +60,11 @@ func givenFile(name string, data []byte) *cachedFile {
 	return &cachedFile{path: name, given: true, data: data}
 }
 
-// read reads and splits the file, once.
-func (f *cachedFile) read() error {
+// read reads and splits the file, once; a file over limit bytes is not read.
+func (f *cachedFile) read(limit int64) error {
 	f.readOnce.Do(func() {
 		if !f.given {
-			f.data, f.err = os.ReadFile(f.path)
+			f.data, f.err = ReadInput(f.path, limit)
 			if f.err != nil {
 				return
 			}
@@ -144,6 +144,12 @@ type input struct {
 	f    *cachedFile
 	// err is a failure found while listing the inputs; the load stops there.
 	err error
+	// skipped, when set, is why the path is not read (a named pipe, a dangling link).
+	skipped string
+	// panicked, when set, is the issue of a panic while the file was prepared.
+	panicked string
+	// found is set for a file found in a directory (not named with -f).
+	found bool
 	// skip marks the documents this load drops unparsed (see loader.skips).
 	skip []bool
 	// pre holds the objects decoded ahead of loading, by document.
@@ -167,12 +173,12 @@ func (l *loader) prepare(ins []*input) {
 		go func() {
 			defer wg.Done()
 			for in := range work {
-				l.prepareOne(in)
+				l.prepareSafely(in)
 			}
 		}()
 	}
 	for _, in := range ins {
-		if in.err == nil {
+		if in.err == nil && in.skipped == "" {
 			work <- in
 		}
 	}
@@ -180,8 +186,26 @@ func (l *loader) prepare(ins []*input) {
 	wg.Wait()
 }
 
+// prepareSafely is prepareOne on a worker goroutine, where a panic would end the process: it
+// is recovered and kept in the input, which then loads as an issue naming the file.
+func (l *loader) prepareSafely(in *input) {
+	defer func() {
+		if r := recover(); r != nil {
+			in.panicked = fmt.Sprintf("cannot read this file: internal error: %v; it is skipped", r)
+		}
+	}()
+	l.prepareOne(in)
+}
+
+// testHookPrepare, when set, is called with each input's name as it is prepared; tests use it
+// to make a worker panic.
+var testHookPrepare func(name string)
+
 func (l *loader) prepareOne(in *input) {
-	if in.f.read() != nil || in.f.isJSON {
+	if testHookPrepare != nil {
+		testHookPrepare(in.name)
+	}
+	if in.f.read(l.spec.maxInputBytes()) != nil || in.f.isJSON {
 		return
 	}
 	in.skip = make([]bool, len(in.f.docs))

@@ -65,6 +65,9 @@ type Spec struct {
 	// the snapshot without being decoded. Nil keeps every VirtualService; those from Files are
 	// always kept.
 	VirtualServiceNeeded func(listed []byte) bool
+	// MaxInputBytes limits the size of any single input: a file, standard input, the
+	// --meshconfig file (0: DefaultMaxInputBytes). A larger input ends the load.
+	MaxInputBytes int64
 	// Cache, when set, keeps what is read of Files across the loads that share it, so that
 	// loading the same files again (a corrected plan, a second read phase) neither reads nor
 	// parses them again. Nil reads every file afresh.
@@ -307,7 +310,7 @@ func (l *loader) displayPath(p string) string {
 // the live one, else istiod's defaults.
 func (l *loader) resolveMesh() error {
 	if f := l.spec.MeshConfigFile; f != "" {
-		data, err := os.ReadFile(f)
+		data, err := ReadInput(f, l.spec.maxInputBytes())
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("the mesh config file %q does not exist", f)
