@@ -45,7 +45,12 @@ log "goreleaser check"
 
 os="$(go env GOOS)" arch="$(go env GOARCH)"
 log "snapshot release for $os/$arch"
-GOOS="$os" GOARCH="$arch" "$TOOLS/goreleaser" release --snapshot --clean --single-target \
+# `goreleaser release` has no single-target mode (only `build` does): the snapshot runs on a
+# copy of .goreleaser.yaml whose build lists this platform only; everything else is as released.
+sed -e "s/^    goos: \[.*\]$/    goos: [$os]/" -e "s/^    goarch: \[.*\]$/    goarch: [$arch]/" .goreleaser.yaml >"$work/goreleaser.yaml"
+grep -q "goos: \[$os\]" "$work/goreleaser.yaml" && grep -q "goarch: \[$arch\]" "$work/goreleaser.yaml" ||
+  { log "could not narrow .goreleaser.yaml to $os/$arch"; exit 1; }
+"$TOOLS/goreleaser" release --snapshot --clean --config "$work/goreleaser.yaml" \
   --skip=publish,sign,sbom >"$work/goreleaser.log" 2>&1 || { cat "$work/goreleaser.log" >&2; exit 1; }
 
 archive="$(ls dist/kubectl-mesh_explain_*_"${os}_${arch}".tar.gz)"
@@ -70,7 +75,7 @@ keep = [e for e in entries if f"os: {os.environ['OS']}\n" in e and f"arch: {os.e
 if len(keep) != 1:
     sys.exit(f"no single platform entry for {os.environ['OS']}/{os.environ['ARCH']} in .krew.yaml")
 def uri_sha(m):
-    return f'uri: {m.group(2)}\n{m.group(1)}sha256: {os.environ["SHA"]}'
+    return f'{m.group(1)}uri: {m.group(2)}\n{m.group(1)}sha256: {os.environ["SHA"]}'
 entry = re.sub(r'(?m)^( *)\{\{addURIAndSha "([^"]+)" \S+ *\}\}', uri_sha, keep[0])
 if "{{" in entry or "{{" in head:
     sys.exit("unrendered template left in .krew.yaml")
