@@ -10,7 +10,8 @@
 #    stable string (the `id` of -o json, the sections of docs/diagnostics.md), and a test that
 #    spells it out fails when a constant is renumbered by mistake.
 # 2. Citations: comments and docs point to files in this repository or to Istio's source, never
-#    to documents outside it (shared/..., "spec §7", STYLE.md, rule numbers such as R9).
+#    to documents outside it: a sibling notes folder, numbered spec sections, a style guide or
+#    its rule numbers (the patterns are in the git grep below).
 #    --citations=report (the default, or VERIFY_CITATIONS=report) lists them without failing;
 #    --citations=fail (or VERIFY_CITATIONS=fail) makes them fail the check.
 set -euo pipefail

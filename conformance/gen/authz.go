@@ -160,22 +160,7 @@ var (
 func genRule(g *g, action string) map[string]any {
 	rule := map[string]any{}
 	if g.chance(0.6) {
-		var froms []any
-		for k := 0; k < g.between(1, 2); k++ {
-			fields := sourceFields
-			switch {
-			case action == "CUSTOM":
-				fields = customFields
-			case g.chance(0.15):
-				fields = saFields
-			}
-			src := map[string]any{}
-			for _, f := range some(g, 1, 3, fields...) {
-				src[f] = anyList(sourceValues(g, f))
-			}
-			froms = append(froms, map[string]any{"source": src})
-		}
-		rule["from"] = froms
+		rule["from"] = fromSources(g, action, sourceFields, customFields, saFields, sourceValues)
 	}
 	if g.chance(0.5) {
 		var tos []any
@@ -201,6 +186,27 @@ func genRule(g *g, action string) map[string]any {
 		rule["when"] = whenConditions(g, action, whenKeys, customWhenKeys, conditionValues)
 	}
 	return rule
+}
+
+// fromSources is a rule's `from`: one or two sources, each with one to three of fields
+// (customFields for a CUSTOM rule; now and then saFields), their values from valuesOf.
+func fromSources(g *g, action string, fields, customFields, saFields []string, valuesOf func(*g, string) []string) []any {
+	var froms []any
+	for k := 0; k < g.between(1, 2); k++ {
+		fs := fields
+		switch {
+		case action == "CUSTOM":
+			fs = customFields
+		case g.chance(0.15):
+			fs = saFields
+		}
+		src := map[string]any{}
+		for _, f := range some(g, 1, 3, fs...) {
+			src[f] = anyList(valuesOf(g, f))
+		}
+		froms = append(froms, map[string]any{"source": src})
+	}
+	return froms
 }
 
 // whenConditions is a rule's `when`: one or two conditions on keys (customKeys for a CUSTOM

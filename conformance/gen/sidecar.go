@@ -310,22 +310,7 @@ var (
 func genSidecarRule(g *g, action string) map[string]any {
 	rule := map[string]any{}
 	if g.chance(0.6) {
-		var froms []any
-		for k := 0; k < g.between(1, 2); k++ {
-			fields := sidecarSourceFields
-			switch {
-			case action == "CUSTOM":
-				fields = sidecarCustomSourceFields
-			case g.chance(0.15):
-				fields = sidecarSAFields
-			}
-			src := map[string]any{}
-			for _, f := range some(g, 1, 3, fields...) {
-				src[f] = anyList(sidecarSourceValues(g, f))
-			}
-			froms = append(froms, map[string]any{"source": src})
-		}
-		rule["from"] = froms
+		rule["from"] = fromSources(g, action, sidecarSourceFields, sidecarCustomSourceFields, sidecarSAFields, sidecarSourceValues)
 	}
 	if g.chance(0.5) {
 		var tos []any

@@ -13,6 +13,7 @@ import (
 	cluster "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -273,15 +274,21 @@ func HostCluster(name, host string, port uint32, subset string) bool {
 // EnvoyJSON writes clusters the way `-o envoy` does: a JSON array of protojson objects,
 // indented by two spaces, with a final newline.
 func EnvoyJSON(clusters []*cluster.Cluster) ([]byte, error) {
+	return protoArrayJSON(clusters, func(c *cluster.Cluster) string { return "cluster " + c.Name })
+}
+
+// protoArrayJSON is `-o envoy`'s shape: a JSON array of the messages' protojson, indented by two
+// spaces, with a final newline; what names a message in an error.
+func protoArrayJSON[M proto.Message](msgs []M, what func(M) string) ([]byte, error) {
 	var raw bytes.Buffer
 	raw.WriteByte('[')
-	for i, c := range clusters {
+	for i, m := range msgs {
 		if i > 0 {
 			raw.WriteByte(',')
 		}
-		b, err := protojson.Marshal(c)
+		b, err := protojson.Marshal(m)
 		if err != nil {
-			return nil, fmt.Errorf("cluster %s: %v", c.Name, err)
+			return nil, fmt.Errorf("%s: %v", what(m), err)
 		}
 		raw.Write(b)
 	}

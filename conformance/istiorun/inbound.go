@@ -1,14 +1,11 @@
 package istiorun
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"sort"
 
 	listener "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
-	"google.golang.org/protobuf/encoding/protojson"
 
 	"istio.io/istio/pilot/pkg/model"
 	v3 "istio.io/istio/pilot/pkg/xds/v3"
@@ -135,25 +132,7 @@ func CanonicalChainOrder(chains []*listener.FilterChain) {
 // InboundJSON writes filter chains the way `-o envoy` does for a sidecar pod: a JSON array of
 // protojson objects, indented by two spaces, with a final newline.
 func InboundJSON(chains []*listener.FilterChain) ([]byte, error) {
-	var raw bytes.Buffer
-	raw.WriteByte('[')
-	for i, c := range chains {
-		if i > 0 {
-			raw.WriteByte(',')
-		}
-		b, err := protojson.Marshal(c)
-		if err != nil {
-			return nil, fmt.Errorf("filter chain %s: %v", c.Name, err)
-		}
-		raw.Write(b)
-	}
-	raw.WriteByte(']')
-	var out bytes.Buffer
-	if err := json.Indent(&out, raw.Bytes(), "", "  "); err != nil {
-		return nil, err
-	}
-	out.WriteByte('\n')
-	return out.Bytes(), nil
+	return protoArrayJSON(chains, func(c *listener.FilterChain) string { return "filter chain " + c.Name })
 }
 
 // RunInbound runs a sidecar authz scenario and returns Istio's `-o envoy` output, with the
