@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
@@ -15,6 +16,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // exitIncomplete is the plugin's exit code for an answer that lacks something it needed.
@@ -456,4 +461,88 @@ func TestFaultAPIServerStopsMidRun(t *testing.T) {
 		t.Errorf("%v\nwant exit 1 or 3", r)
 	}
 	t.Logf("exit %d in %v:\n%s", r.code, r.elapsed.Round(time.Millisecond), r.stderr)
+}
+
+// TestFaultObjectsChangedBetweenPages: the DestinationRules of bookinfo are listed one object a
+// page (the proxy sets limit=1), and before the second page is asked for, the first object is
+// changed and the second deleted. A list read through its continue token is one snapshot (the
+// first page's resourceVersion), so the answer must be the one from before the change, whole,
+// with exit 0: the deleted rule's subset still there, the changed field still at its old value.
+// A second run, straight to the API server, shows that the change was made.
+func TestFaultObjectsChangedBetweenPages(t *testing.T) {
+	last := &unstructured.Unstructured{}
+	last.SetAPIVersion("networking.istio.io/v1")
+	last.SetKind("DestinationRule")
+	last.SetNamespace("bookinfo")
+	last.SetName("zz-reviews-v9")
+	last.Object["spec"] = map[string]any{
+		"host":    "reviews.bookinfo.svc.cluster.local",
+		"subsets": []any{map[string]any{"name": "v9", "labels": map[string]any{"version": "v9"}}},
+	}
+	rbacWorld(t, last)
+	args := append(append([]string{}, rbacCluster...), "-o", "envoy")
+	before := runPlugin(kubeconfig("admin"), args...)
+	mustSucceed(t, before)
+	for _, want := range []string{"outbound|9080|v9|reviews", `"consecutive5xx": 3`} {
+		if !strings.Contains(before.stdout, want) {
+			t.Fatalf("%v\nthe answer before the change lacks %s", before, want)
+		}
+	}
+
+	drs := admin(t).dyn.Resource(schema.GroupVersionResource{Group: "networking.istio.io", Version: "v1", Resource: "destinationrules"}).Namespace("bookinfo")
+	const path = "/apis/networking.istio.io/v1/namespaces/bookinfo/destinationrules"
+	var (
+		mu             sync.Mutex
+		pages, changed int
+		changeErr      error
+	)
+	change := func() error {
+		ctx := context.Background()
+		dr, err := drs.Get(ctx, "reviews", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if err := unstructured.SetNestedField(dr.Object, int64(9), "spec", "trafficPolicy", "outlierDetection", "consecutive5xxErrors"); err != nil {
+			return err
+		}
+		if _, err := drs.Update(ctx, dr, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+		return drs.Delete(ctx, last.GetName(), metav1.DeleteOptions{})
+	}
+	_, kc := newFaultProxy(t, func(w http.ResponseWriter, r *http.Request) bool {
+		if r.Method != http.MethodGet || r.URL.Path != path {
+			return false
+		}
+		q := r.URL.Query()
+		q.Set("limit", "1")
+		r.URL.RawQuery = q.Encode()
+		mu.Lock()
+		defer mu.Unlock()
+		pages++
+		if q.Get("continue") != "" && changed == 0 {
+			changed++
+			changeErr = change()
+		}
+		return false
+	})
+	r := runPluginTimeout(time.Minute, kc, args...)
+	noCrash(t, r)
+	mustSucceed(t, r)
+	mu.Lock()
+	if changeErr != nil || changed != 1 || pages < 2 {
+		t.Fatalf("the change between pages was not made: %d pages, %d changes, %v", pages, changed, changeErr)
+	}
+	requests := pages
+	mu.Unlock()
+	t.Logf("exit %d in %v, %d DestinationRule requests", r.code, r.elapsed.Round(time.Millisecond), requests)
+	if r.stdout != before.stdout {
+		t.Errorf("the answer read across the change (+) differs from the one before it (-):\n%s", diff(before.stdout, r.stdout))
+	}
+
+	after := runPlugin(kubeconfig("admin"), args...)
+	mustSucceed(t, after)
+	if strings.Contains(after.stdout, "outbound|9080|v9|reviews") || !strings.Contains(after.stdout, `"consecutive5xx": 9`) {
+		t.Errorf("%v\nthe answer after the change does not show it", after)
+	}
 }
