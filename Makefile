@@ -44,7 +44,8 @@ conformance-update:
 golden:
 	UPDATE_GOLDEN=1 $(GO) test -count=1 ./pkg/...
 
-# FUZZ_TARGETS are package:Target pairs; `make test` runs their seed corpora as plain tests.
+# FUZZ_TARGETS are package:Target pairs; `make test` runs their seed corpora as plain tests
+# (and `make conformance` those of the conformance module's FuzzEngineAgreesWithIstio).
 FUZZTIME     ?= 30s
 # Go minimizes every new input the fuzzer keeps, for up to a minute by default, and counts no
 # executions meanwhile: on inputs of a few kilobytes that was most of a run.
@@ -57,6 +58,8 @@ fuzz:
 		echo "== $${t##*:} ($${t%%:*}, $(FUZZTIME))"; \
 		$(GO) test -run '^$$' -fuzz "^$${t##*:}$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) "$${t%%:*}"; \
 	done
+	@echo "== FuzzEngineAgreesWithIstio (conformance, $(FUZZTIME); the first run compiles Istio for fuzzing, minutes)"
+	cd conformance && $(GO) test -run '^$$' -fuzz '^FuzzEngineAgreesWithIstio$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) .
 
 bench:
 	hack/bench.sh

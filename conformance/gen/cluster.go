@@ -33,7 +33,8 @@ var appProtocols = []string{"http", "http2", "grpc", "tcp", "tls", "https", "kub
 // Cluster generates a `cluster` scenario: a client pod, a Service or a ServiceEntry with
 // backends, DestinationRules on the host (several namespaces, selectors, exportTo,
 // creationTimestamps, every TrafficPolicy block, portLevelSettings, subsets), possibly a
-// MeshConfig and PeerAuthentications.
+// MeshConfig and PeerAuthentications, and the extras of genClusterExtras (VirtualServices, a
+// Sidecar, WorkloadEntries, EnvoyFilters).
 func Cluster(seed uint64) *Scenario {
 	g := newG(seed, 1)
 	w := &clusterWorld{
@@ -69,6 +70,7 @@ func Cluster(seed uint64) *Scenario {
 	if g.chance(0.4) {
 		s.Docs = append(s.Docs, genPeerAuthentications(g, w.svcNs, "svc", w.ports)...)
 	}
+	s.Docs = append(s.Docs, genClusterExtras(seed, w, s.Docs)...)
 	s.Command, s.Title = clusterArgs(g, w), fmt.Sprintf("generated cluster scenario, seed %d", seed)
 	return s
 }

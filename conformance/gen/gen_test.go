@@ -65,3 +65,35 @@ func TestShrink(t *testing.T) {
 		t.Fatal("Shrink modified its input")
 	}
 }
+
+// TestClusterScenariosHoldEveryKind: over the first 200 seeds, the cluster generator emits
+// every kind the cluster answer reads or must be unmoved by, and every ServiceEntry
+// resolution, with and without WorkloadEntries.
+func TestClusterScenariosHoldEveryKind(t *testing.T) {
+	seen := map[string]int{}
+	for seed := uint64(1); seed <= 200; seed++ {
+		s := Generate("cluster", seed)
+		hasWE := false
+		for _, d := range s.Docs {
+			hasWE = hasWE || d["kind"] == "WorkloadEntry"
+		}
+		for _, d := range s.Docs {
+			kind, _ := d["kind"].(string)
+			seen[kind]++
+			if kind == "ServiceEntry" {
+				spec := d["spec"].(map[string]any)
+				seen["resolution "+spec["resolution"].(string)]++
+				if _, ok := spec["workloadSelector"]; ok && hasWE {
+					seen["ServiceEntry selecting WorkloadEntries"]++
+				}
+			}
+		}
+	}
+	for _, want := range []string{"Service", "ServiceEntry", "DestinationRule", "VirtualService", "Sidecar", "WorkloadEntry",
+		"EnvoyFilter", "PeerAuthentication", "ConfigMap", "resolution STATIC", "resolution DNS", "resolution DNS_ROUND_ROBIN",
+		"resolution NONE", "ServiceEntry selecting WorkloadEntries"} {
+		if seen[want] == 0 {
+			t.Errorf("no %s in 200 cluster scenarios (seen: %v)", want, seen)
+		}
+	}
+}
