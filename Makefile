@@ -51,7 +51,8 @@ FUZZTIME     ?= 30s
 # executions meanwhile: on inputs of a few kilobytes that was most of a run.
 FUZZMINIMIZETIME ?= 2s
 FUZZ_TARGETS := ./pkg/source:FuzzLoadBytes ./pkg/source:FuzzScanHeader ./pkg/source:FuzzParseMeshConfig \
-                ./pkg/source:FuzzOverlay ./pkg/render:FuzzRender ./pkg/render:FuzzSafe ./pkg/cli:FuzzArgs
+                ./pkg/source:FuzzOverlay ./pkg/source:FuzzLivePageJSON ./pkg/source:FuzzProtoList \
+                ./pkg/render:FuzzRender ./pkg/render:FuzzSafe ./pkg/cli:FuzzArgs
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"regexp"
 	"strings"
 
 	"istio.io/client-go/pkg/clientset/versioned/scheme"
@@ -257,6 +258,9 @@ func pageError(err error) error {
 func decodeText(err error) string {
 	var keep []string
 	for _, part := range strings.Split(userText(err), ": ") {
+		// jsoniter puts the type it was reading right before its words, with a dot
+		// (`source.rawPage[...].expected end of string, found '+'`).
+		part = goTypePrefixRE.ReplaceAllString(part, "")
 		if strings.Contains(part, " ") || len(keep) == 0 && !strings.ContainsAny(part, ".[]") {
 			keep = append(keep, part)
 		}
@@ -266,6 +270,10 @@ func decodeText(err error) string {
 	}
 	return strings.Join(keep, ": ")
 }
+
+// goTypePrefixRE matches a Go type (generic, or package.Type) and the dot that joins it to
+// the decoder's words.
+var goTypePrefixRE = regexp.MustCompile(`^(?:\S*\]|[\w/.-]*\.[A-Z]\w*)\.`)
 
 // malformedError is a list page that is not the JSON list it should be.
 type malformedError struct {

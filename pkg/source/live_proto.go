@@ -134,7 +134,9 @@ func readProtoList(br *bufio.Reader, newItem func() protoItem) ([]object, string
 		if err != nil {
 			return nil, "", err
 		}
-		seenRaw = true
+		// The envelope's raw bytes are a singular field: if it comes twice, the last one is
+		// the list, as for protobuf's own decoder.
+		seenRaw, items, cont = true, items[:0], ""
 		lr := &countingReader{r: br, left: int64(n)}
 		for lr.left > 0 {
 			num, typ, err := readTag(lr)
