@@ -69,7 +69,7 @@ func (ix *Index) selectionDiagnostics(p *Proxy, svc *Service, list []*drEntry, s
 	case chosen != nil:
 		out = mergeDiagnostics(chosen)
 		for _, d := range chosen.from {
-			out = append(out, webhook.Diagnostics(diag.RejectedByValidation, d.ref, webhook.DestinationRule(&d.obj.Spec))...)
+			out = append(out, webhook.Diagnostics(diag.RejectedByValidation, d.ref, webhook.DestinationRule(webhook.Meta{Name: d.obj.Name, Namespace: d.obj.Namespace, Annotations: d.obj.Annotations}, &d.obj.Spec))...)
 		}
 		if chosen.primary.hasSelector {
 			out = append(out, selectorNotInheriting(list, chosen, handled)...)

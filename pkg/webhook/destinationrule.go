@@ -9,8 +9,11 @@ import (
 
 // DestinationRule returns what ValidateDestinationRule rejects among the traffic policy values
 // the cluster engine reads: the top-level trafficPolicy, its portLevelSettings, and those of
-// every subset. Errors appear in Istio's order.
-func DestinationRule(spec *networking.DestinationRule) []Problem {
+// every subset, after the metadata checks. Errors appear in Istio's order.
+func DestinationRule(m Meta, spec *networking.DestinationRule) []Problem {
+	if ps := dryRun(m, false, ""); ps != nil {
+		return ps
+	}
 	var l list
 	l.trafficPolicy("spec.trafficPolicy", spec.GetTrafficPolicy())
 	for i, s := range spec.GetSubsets() {

@@ -16,8 +16,11 @@ import (
 const valueLeftOut = "istiod still pushes the policy and leaves the value out where it builds the rule (for a sidecar's RBAC filter and for ztunnel alike); the rule's other diagnostics say what is left of it"
 
 // AuthorizationPolicy returns what ValidateAuthorizationPolicy rejects among the values the
-// authorization engines read. Istio prefixes every error with "invalid policy NAME.NAMESPACE:".
-func AuthorizationPolicy(name, namespace string, spec *security.AuthorizationPolicy) []Problem {
+// authorization engines read, after the metadata checks (istio.io/dry-run). Istio prefixes every error with "invalid policy NAME.NAMESPACE:".
+func AuthorizationPolicy(m Meta, spec *security.AuthorizationPolicy) []Problem {
+	if ps := dryRun(m, true, spec.GetAction().String()); ps != nil {
+		return ps
+	}
 	var l list
 	switch spec.GetAction() {
 	case security.AuthorizationPolicy_CUSTOM:
@@ -27,7 +30,11 @@ func AuthorizationPolicy(name, namespace string, spec *security.AuthorizationPol
 		} else if spec.GetProvider().GetName() == "" {
 			// builder.go getExtAuthz fails, and the builder writes deny rules in place of the
 			// ext_authz filter (getBadCustomDenyRules).
-			l.add("spec.provider.name", "`provider.name` must not be empty",
+			field := "spec.provider.name"
+			if spec.GetProvider() == nil {
+				field = "spec.provider"
+			}
+			l.add(field, "`provider.name` must not be empty",
 				"a sidecar gets an RBAC filter that denies what the rules match in place of the external authorizer; ztunnel does not enforce CUSTOM")
 		}
 		for i, r := range spec.GetRules() {
@@ -147,7 +154,7 @@ func AuthorizationPolicy(name, namespace string, spec *security.AuthorizationPol
 			}
 		}
 	}
-	prefix := fmt.Sprintf("invalid policy %s.%s: ", name, namespace)
+	prefix := fmt.Sprintf("invalid policy %s.%s: ", m.Name, m.Namespace)
 	for i := range l {
 		l[i].Webhook = prefix + l[i].Webhook
 	}
@@ -188,8 +195,12 @@ func (l *list) empty(field, key string, values []string) {
 	}
 }
 
-// PeerAuthentication returns what ValidatePeerAuthentication rejects in portLevelMtls.
-func PeerAuthentication(spec *security.PeerAuthentication) []Problem {
+// PeerAuthentication returns what ValidatePeerAuthentication rejects in portLevelMtls, after
+// the metadata checks.
+func PeerAuthentication(m Meta, spec *security.PeerAuthentication) []Problem {
+	if ps := dryRun(m, false, ""); ps != nil {
+		return ps
+	}
 	var l list
 	if len(spec.GetSelector().GetMatchLabels()) == 0 && len(spec.GetPortLevelMtls()) != 0 {
 		// ComposePeerAuthentication (pilot/pkg/security/authn/policy_applier.go) reads

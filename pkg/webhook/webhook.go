@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -37,6 +38,43 @@ func Diagnostics(id diag.ID, ref provenance.Ref, ps []Problem) []explain.Diagnos
 		out = append(out, p.Diagnostic(id, ref))
 	}
 	return out
+}
+
+// Meta is the metadata validation reads: the object's name, namespace and annotations.
+type Meta struct {
+	Name, Namespace string
+	Annotations     map[string]string
+}
+
+// dryRunAnnotation is the annotation that makes an AuthorizationPolicy dry-run.
+const dryRunAnnotation = "istio.io/dry-run"
+
+// dryRun is checkDryRunAnnotation, which Istio's validation runs before the kind's own checks
+// and which ends validation when it fails: only an ALLOW or DENY AuthorizationPolicy may carry
+// istio.io/dry-run, with a boolean value.
+func dryRun(m Meta, authz bool, action string) []Problem {
+	val, ok := m.Annotations[dryRunAnnotation]
+	if !ok {
+		return nil
+	}
+	field := "metadata.annotations[" + dryRunAnnotation + "]"
+	if !authz {
+		return []Problem{{Field: field, Webhook: fmt.Sprintf("%s/%s has unsupported annotation %s, please remove the annotation", m.Namespace, m.Name, dryRunAnnotation),
+			Istiod: "istiod ignores the annotation on this kind"}}
+	}
+	switch action {
+	case "ALLOW", "DENY":
+		if _, err := strconv.ParseBool(val); err != nil {
+			// builder.go isDryRun and ambient's convertAuthorizationPolicy log the error and
+			// keep dryRun false.
+			return []Problem{{Field: field, Webhook: fmt.Sprintf("%s/%s has annotation %s with invalid value (%s): %v", m.Namespace, m.Name, dryRunAnnotation, val, err),
+				Istiod: "istiod cannot parse the value as a boolean and enforces the policy (not dry-run)"}}
+		}
+	default:
+		return []Problem{{Field: field, Webhook: fmt.Sprintf("the annotation %s currently only supports action ALLOW/DENY, found action %v in %s/%s", dryRunAnnotation, action, m.Namespace, m.Name),
+			Istiod: "istiod does not check it and reads the annotation as for ALLOW and DENY"}}
+	}
+	return nil
 }
 
 // list collects problems.

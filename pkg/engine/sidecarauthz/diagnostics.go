@@ -161,12 +161,12 @@ func (e *explanation) diagnostics() []explain.Diagnostic {
 func (e *explanation) validationDiagnostics() []explain.Diagnostic {
 	var out []explain.Diagnostic
 	for _, ap := range e.selected {
-		out = append(out, webhook.Diagnostics(diagRejected, apRef(ap), webhook.AuthorizationPolicy(ap.Name, ap.Namespace, &ap.Spec))...)
+		out = append(out, webhook.Diagnostics(diagRejected, apRef(ap), webhook.AuthorizationPolicy(webhook.Meta{Name: ap.Name, Namespace: ap.Namespace, Annotations: ap.Annotations}, &ap.Spec))...)
 	}
 	for _, pa := range []*securityv1.PeerAuthentication{e.pa.mesh, e.pa.ns, e.pa.wl} {
 		if pa != nil {
 			ref := provenance.Ref{Kind: "PeerAuthentication", Namespace: pa.Namespace, Name: pa.Name}
-			out = append(out, webhook.Diagnostics(diagRejected, ref, webhook.PeerAuthentication(&pa.Spec))...)
+			out = append(out, webhook.Diagnostics(diagRejected, ref, webhook.PeerAuthentication(webhook.Meta{Name: pa.Name, Namespace: pa.Namespace, Annotations: pa.Annotations}, &pa.Spec))...)
 		}
 	}
 	return out

@@ -466,11 +466,11 @@ func (w *workload) policyDiagnostics() []explain.Diagnostic {
 			out = append(out, f.id.New(msg, f.fix, ap.ref()))
 		}
 		out = append(out, webhook.Diagnostics(diag.PolicyRejectedByValidation, ap.ref(),
-			webhook.AuthorizationPolicy(ap.obj.Name, ap.obj.Namespace, &ap.obj.Spec))...)
+			webhook.AuthorizationPolicy(webhook.Meta{Name: ap.obj.Name, Namespace: ap.obj.Namespace, Annotations: ap.obj.Annotations}, &ap.obj.Spec))...)
 	}
 	for _, pa := range []*securityv1.PeerAuthentication{w.chain.mesh, w.chain.ns, w.chain.wl} {
 		if pa != nil {
-			out = append(out, webhook.Diagnostics(diag.PolicyRejectedByValidation, paKey(pa).Ref(), webhook.PeerAuthentication(&pa.Spec))...)
+			out = append(out, webhook.Diagnostics(diag.PolicyRejectedByValidation, paKey(pa).Ref(), webhook.PeerAuthentication(webhook.Meta{Name: pa.Name, Namespace: pa.Namespace, Annotations: pa.Annotations}, &pa.Spec))...)
 		}
 	}
 	for _, r := range w.pool.excluded {
