@@ -40,7 +40,7 @@ func ours(cfg config.Config) (ps []webhook.Problem, ok bool) {
 // exists in the object. On the bad-input folders it also runs the CLI and requires each of
 // Istio's errors in a diagnostic (D33, A25 or S18) of the answer.
 func TestWebhookAgreesWithIstio(t *testing.T) {
-	rejected := 0
+	rejected, objects, rejectedObjects := 0, 0, 0
 	for _, sd := range listScenarios(t) {
 		t.Run(sd.ID(), func(t *testing.T) {
 			sc, err := istiorun.LoadScenarioKeepingInvalid(sd.Dir)
@@ -60,6 +60,10 @@ func TestWebhookAgreesWithIstio(t *testing.T) {
 				want, err := istiorun.ValidationErrors(cfg)
 				if err != nil {
 					t.Fatal(err)
+				}
+				objects++
+				if len(want) > 0 {
+					rejectedObjects++
 				}
 				var got []string
 				for _, p := range ps {
@@ -91,7 +95,7 @@ func TestWebhookAgreesWithIstio(t *testing.T) {
 			}
 		})
 	}
-	t.Logf("%d validation errors compared", rejected)
+	t.Logf("%d objects validated, %d of them rejected with %d errors, all matched", objects, rejectedObjects, rejected)
 }
 
 // answerDiagnostics runs the CLI with -o json on a folder and returns the messages of its
