@@ -15,6 +15,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/conformance/istiorun"
+	"github.com/mesh-explain/kubectl-mesh-explain/internal/testkit"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/cli"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/webhook"
 )
@@ -106,29 +107,10 @@ func answerDiagnostics(dir, command string) ([]string, error) {
 	if code := cli.Main(args, genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}); code != cli.ExitOK {
 		return nil, fmt.Errorf("kubectl mesh-explain %s exited %d: %s", strings.Join(args, " "), code, errOut.String())
 	}
-	var doc any
-	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+	msgs, err := testkit.DiagnosticMessages(out.Bytes(), "D33", "A25", "S18")
+	if err != nil {
 		return nil, err
 	}
-	var msgs []string
-	var walk func(v any)
-	walk = func(v any) {
-		switch x := v.(type) {
-		case map[string]any:
-			if id, _ := x["id"].(string); id == "D33" || id == "A25" || id == "S18" {
-				m, _ := x["message"].(string)
-				msgs = append(msgs, m)
-			}
-			for _, c := range x {
-				walk(c)
-			}
-		case []any:
-			for _, c := range x {
-				walk(c)
-			}
-		}
-	}
-	walk(doc)
 	return msgs, nil
 }
 

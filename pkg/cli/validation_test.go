@@ -3,8 +3,11 @@ package cli
 import (
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/internal/testkit"
 )
 
 // TestValuesTheWebhookRejectsAreReported runs the values of issue 23 that the admission
@@ -30,30 +33,15 @@ func TestValuesTheWebhookRejectsAreReported(t *testing.T) {
 			if r.code != ExitOK {
 				t.Fatalf("%s\n%s", strings.Join(args, " "), r)
 			}
-			var doc any
-			if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+			msgs, err := testkit.DiagnosticMessages([]byte(r.stdout), tc.id)
+			if err != nil {
 				t.Fatal(err)
 			}
 			want := tc.field + ": Istio's validation rejects "
-			found := false
-			var walk func(v any)
-			walk = func(v any) {
-				switch x := v.(type) {
-				case map[string]any:
-					if m, _ := x["message"].(string); x["id"] == tc.id && strings.HasPrefix(m, want) {
-						b, _ := json.Marshal(m)
-						found = found || strings.Contains(string(b), tc.webhook)
-					}
-					for _, c := range x {
-						walk(c)
-					}
-				case []any:
-					for _, c := range x {
-						walk(c)
-					}
-				}
-			}
-			walk(doc)
+			found := slices.ContainsFunc(msgs, func(m string) bool {
+				b, _ := json.Marshal(m)
+				return strings.HasPrefix(m, want) && strings.Contains(string(b), tc.webhook)
+			})
 			if !found {
 				t.Errorf("no %s diagnostic on %s quoting %s:\n%s", tc.id, tc.field, tc.webhook, r.stdout)
 			}
