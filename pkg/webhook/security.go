@@ -10,10 +10,17 @@ import (
 	security "istio.io/api/security/v1beta1"
 )
 
-// valueLeftOut is what istiod does with a port or an address it cannot parse: stringToPort and
-// stringToIP (pilot/pkg/serviceregistry/ambient/authorization.go) skip it for ztunnel, and the
-// RBAC builder (pilot/pkg/security/authz/model) skips it for a sidecar.
-const valueLeftOut = "istiod still pushes the policy and leaves the value out where it builds the rule (for a sidecar's RBAC filter and for ztunnel alike); the rule's other diagnostics say what is left of it"
+// valueLeftOut is what istiod does with a port or an address it cannot parse. For ztunnel,
+// stringToPort and stringToIP (pilot/pkg/serviceregistry/ambient/authorization.go) skip the
+// value. For a sidecar, the RBAC builder fails on it, and rule.checkError
+// (pilot/pkg/security/authz/model/model.go) drops the whole rule of an ALLOW policy and only the
+// value of any other.
+func valueLeftOut(action security.AuthorizationPolicy_Action) string {
+	if action == security.AuthorizationPolicy_ALLOW {
+		return "istiod still pushes the policy: ztunnel gets the rule without the value, a sidecar none of the rule (istiod drops an ALLOW rule it cannot build, so it allows less); the rule's other diagnostics say what is left of it"
+	}
+	return "istiod still pushes the policy and leaves the value out of the rule, for a sidecar's RBAC filter and for ztunnel alike, so the rule matches more; the rule's other diagnostics say what is left of it"
+}
 
 // AuthorizationPolicy returns what ValidateAuthorizationPolicy rejects among the values the
 // authorization engines read, after the metadata checks (istio.io/dry-run). Istio prefixes every error with "invalid policy NAME.NAMESPACE:".
@@ -103,10 +110,10 @@ func AuthorizationPolicy(m Meta, spec *security.AuthorizationPolicy) []Problem {
 				len(s.NotServiceAccounts)+len(s.TrustDomains)+len(s.NotTrustDomains) == 0 {
 				l.add(strings.TrimSuffix(fa, "."), fmt.Sprintf("`from.source` must not be empty, found at rule %d", i), asWrittenAuthz)
 			}
-			l.ips(fa+"ipBlocks", s.IpBlocks)
-			l.ips(fa+"notIpBlocks", s.NotIpBlocks)
-			l.ips(fa+"remoteIpBlocks", s.RemoteIpBlocks)
-			l.ips(fa+"notRemoteIpBlocks", s.NotRemoteIpBlocks)
+			l.ips(fa+"ipBlocks", s.IpBlocks, spec.GetAction())
+			l.ips(fa+"notIpBlocks", s.NotIpBlocks, spec.GetAction())
+			l.ips(fa+"remoteIpBlocks", s.RemoteIpBlocks, spec.GetAction())
+			l.ips(fa+"notRemoteIpBlocks", s.NotRemoteIpBlocks, spec.GetAction())
 			l.empty(fa+"principals", "Principals", s.Principals)
 			l.empty(fa+"requestPrincipals", "RequestPrincipals", s.RequestPrincipals)
 			l.empty(fa+"namespaces", "Namespaces", s.Namespaces)
@@ -133,8 +140,8 @@ func AuthorizationPolicy(m Meta, spec *security.AuthorizationPolicy) []Problem {
 			if len(op.Ports)+len(op.Methods)+len(op.Paths)+len(op.Hosts)+len(op.NotPorts)+len(op.NotMethods)+len(op.NotPaths)+len(op.NotHosts) == 0 {
 				l.add(strings.TrimSuffix(ta, "."), fmt.Sprintf("`to.operation` must not be empty, found at rule %d", i), asWrittenAuthz)
 			}
-			l.ports(ta+"ports", op.Ports)
-			l.ports(ta+"notPorts", op.NotPorts)
+			l.ports(ta+"ports", op.Ports, spec.GetAction())
+			l.ports(ta+"notPorts", op.NotPorts, spec.GetAction())
 			l.empty(ta+"ports", "Ports", op.Ports)
 			l.empty(ta+"methods", "Methods", op.Methods)
 			l.empty(ta+"paths", "Paths", op.Paths)
@@ -165,25 +172,25 @@ func AuthorizationPolicy(m Meta, spec *security.AuthorizationPolicy) []Problem {
 const asWrittenAuthz = "istiod does not check it and builds the rule from what is written"
 
 // ports is security.ValidatePorts: each value a number 0..65535.
-func (l *list) ports(field string, ports []string) {
+func (l *list) ports(field string, ports []string, action security.AuthorizationPolicy_Action) {
 	for k, p := range ports {
 		n, err := strconv.ParseUint(p, 10, 32)
 		if err != nil || n > 65535 {
-			l.add(fmt.Sprintf("%s[%d]", field, k), fmt.Sprintf("bad port (%s): %v", p, err), valueLeftOut)
+			l.add(fmt.Sprintf("%s[%d]", field, k), fmt.Sprintf("bad port (%s): %v", p, err), valueLeftOut(action))
 		}
 	}
 }
 
 // ips is security.ValidateIPs: each value an IP address, or a CIDR range when it has a slash.
-func (l *list) ips(field string, ips []string) {
+func (l *list) ips(field string, ips []string, action security.AuthorizationPolicy_Action) {
 	for k, v := range ips {
 		f := fmt.Sprintf("%s[%d]", field, k)
 		if strings.Contains(v, "/") {
 			if _, err := netip.ParsePrefix(v); err != nil {
-				l.add(f, fmt.Sprintf("bad CIDR range (%s): %v", v, err), valueLeftOut)
+				l.add(f, fmt.Sprintf("bad CIDR range (%s): %v", v, err), valueLeftOut(action))
 			}
 		} else if _, err := netip.ParseAddr(v); err != nil {
-			l.add(f, fmt.Sprintf("bad IP address (%s)", v), valueLeftOut)
+			l.add(f, fmt.Sprintf("bad IP address (%s)", v), valueLeftOut(action))
 		}
 	}
 }
@@ -214,9 +221,16 @@ func PeerAuthentication(m Meta, spec *security.PeerAuthentication) []Problem {
 	}
 	slices.Sort(ports)
 	for _, p := range ports {
+		// istiod builds a sidecar's passthrough chains for every portLevelMtls port
+		// (authn.Builder.ForPassthrough); Envoy's FilterChainMatch.destination_port carries the
+		// proto rule 1..65535, and Envoy rejects two chains with the same match (the check
+		// pilot/test/xdstest/validate.go makes).
+		istiod := "istiod builds the port's passthrough chains for a sidecar with no destination port (0 means any), repeating the match of the catch-all chains; Envoy rejects a listener whose filter chains share a match, so the proxy NACKs it"
+		if p > 65535 {
+			istiod = "istiod builds passthrough chains for the port for a sidecar; Envoy rejects a destination port above 65535, so the proxy NACKs the listener"
+		}
 		if p == 0 || p > 65535 {
-			l.add(fmt.Sprintf("spec.portLevelMtls[%d]", p), "port must be in range 1..65535",
-				"istiod keeps the entry as written: a mode for a port no connection arrives on")
+			l.add(fmt.Sprintf("spec.portLevelMtls[%d]", p), "port must be in range 1..65535", istiod)
 		}
 	}
 	return l
