@@ -137,7 +137,10 @@ func (l *list) outlierDetection(at string, o *networking.OutlierDetection) {
 		// type.v3.Percent carries the proto rule 0..100.
 		istiod := "istiod copies it into healthy_panic_threshold; Envoy rejects a percentage above 100, so the proxy NACKs the update"
 		if o.MinHealthPercent < 0 {
-			istiod = "istiod sets healthy_panic_threshold only from a value of 0 or more, so Envoy's default (50%) applies"
+			// applyLoadBalancer still writes 0 while unhealthy endpoints are sent, which
+			// PILOT_AUTO_SEND_UNHEALTHY_ENDPOINTS does by default
+			// (bad-input-outlier-min-health-percent-negative shows it).
+			istiod = "istiod sets healthy_panic_threshold only from a value of 0 or more: it stays 0 (disabled) while unhealthy endpoints are sent (PILOT_AUTO_SEND_UNHEALTHY_ENDPOINTS, on by default), otherwise Envoy's default (50%) applies"
 		}
 		l.add(at+".minHealthPercent", msg, istiod)
 	}
