@@ -219,7 +219,12 @@ func isPrime(x uint64) bool {
 }
 
 // tlsAsWritten is what istiod does with a TLS combination the webhook rejects.
-const tlsAsWritten = "istiod builds the TLS context from the fields as written (the tls rows of the answer show what it uses)"
+const tlsAsWritten = "istiod does not check it and builds the TLS context from what it reads (the answer's tls rows and diagnostics say what that is)"
+
+// mutualWithoutCert is what istiod does with MUTUAL without a client certificate or key:
+// constructUpstreamTLS (pilot/pkg/networking/core/cluster_tls.go) fails, and the Cluster is
+// sent without TLS.
+const mutualWithoutCert = "istiod cannot build the TLS context (client certificate and private key must not be empty), logs an error and sends the Cluster without TLS: the connection goes out in plaintext"
 
 // tls is agent.ValidateTLS, without its configmap:// credentialName checks.
 func (l *list) tls(at string, t *networking.ClientTLSSettings) {
@@ -242,10 +247,10 @@ func (l *list) tls(at string, t *networking.ClientTLSSettings) {
 	}
 	if t.Mode == networking.ClientTLSSettings_MUTUAL {
 		if t.ClientCertificate == "" {
-			l.add(at+".clientCertificate", "client certificate required for mutual tls", tlsAsWritten)
+			l.add(at+".clientCertificate", "client certificate required for mutual tls", mutualWithoutCert)
 		}
 		if t.PrivateKey == "" {
-			l.add(at+".privateKey", "private key required for mutual tls", tlsAsWritten)
+			l.add(at+".privateKey", "private key required for mutual tls", mutualWithoutCert)
 		}
 	}
 }
