@@ -20,7 +20,7 @@ check() { # package-pattern forbidden-regex reason
   fi
 }
 pure="^($mod/pkg/(cli|render|source)|github.com/spf13/cobra|github.com/charmbracelet/lipgloss|k8s.io/client-go/(kubernetes|rest|tools)|istio.io/client-go/pkg/clientset)"
-for p in engine/envoycluster engine/ztunnelauthz engine/envoyrbac engine/sidecarauthz check index model explain explain/diag provenance; do
+for p in engine/envoycluster engine/ztunnelauthz engine/envoyrbac engine/sidecarauthz check index model explain explain/diag provenance webhook; do
   [[ -d pkg/$p ]] && check "./pkg/$p" "$pure" "engines are pure: no CLI, rendering, loading or clients"
 done
 if [[ -d pkg/meshhost ]]; then
@@ -29,6 +29,7 @@ if [[ -d pkg/meshhost ]]; then
 fi
 [[ -d pkg/plan ]] && check "./pkg/plan" "^$mod/pkg/(cli|render|engine/.*)$" "the read plan sees no command, printer or engine"
 [[ -d pkg/render ]] && check "./pkg/render/..." "^$mod/pkg/(engine(/.*)?|index|source|model|check)$" "renderers see only explain.Result"
+[[ -d pkg/webhook ]] && check "./pkg/webhook" "^$mod/pkg/(engine(/.*)?|index|model|source|render|cli|check|plan)$" "validation sees the Istio API types, not the snapshot or the engines"
 [[ -d pkg/explain/diag ]] && check "./pkg/explain/diag" "^$mod/pkg/(engine/|index|model|source|render|cli)" "the diagnostics catalogue sees only explain and provenance"
 [[ -d pkg/source ]] && check "./pkg/source/..." "^$mod/pkg/(engine(/.*)?|index)$" "the loader reads; it does not index or explain"
 

@@ -57,7 +57,17 @@ type Scenario struct {
 	Configs []config.Config
 	// Mesh is the effective MeshConfig (ConfigMap istio-system/istio key mesh over defaults).
 	Mesh *meshconfig.MeshConfig
+	// Rejected are the Istio objects Istio's validation rejects. They are kept in Configs (as
+	// istiod gets them when validation is off) only in a bad-input folder (see BadInput);
+	// elsewhere loading fails on the first one.
+	Rejected []*InvalidError
 }
+
+// BadInput reports whether dir is a bad-input scenario (its name starts with bad-input-): it
+// holds objects Istio's validation rejects, and Istio runs on them as istiod does when such an
+// object reaches it anyway (validation off, `kubectl apply --validate=false` on a cluster
+// without the webhook).
+func BadInput(dir string) bool { return strings.HasPrefix(filepath.Base(dir), "bad-input-") }
 
 // Args is a parsed scenario command line.
 type Args struct {
@@ -233,8 +243,15 @@ func ReadArgs(dir string) (title, command string, err error) {
 	return title, command, nil
 }
 
-// LoadScenario reads a scenario folder.
-func LoadScenario(dir string) (*Scenario, error) {
+// LoadScenario reads a scenario folder. Outside bad-input folders (BadInput), an object Istio's
+// validation rejects fails the load with an *InvalidError.
+func LoadScenario(dir string) (*Scenario, error) { return loadScenario(dir, BadInput(dir)) }
+
+// LoadScenarioKeepingInvalid reads a scenario folder and keeps the objects Istio's validation
+// rejects, listed in Scenario.Rejected, whatever the folder's name.
+func LoadScenarioKeepingInvalid(dir string) (*Scenario, error) { return loadScenario(dir, true) }
+
+func loadScenario(dir string, keepInvalid bool) (*Scenario, error) {
 	title, command, err := ReadArgs(dir)
 	if err != nil {
 		return nil, err
@@ -262,7 +279,7 @@ func LoadScenario(dir string) (*Scenario, error) {
 		}
 		docs = append(docs, d...)
 	}
-	sc, err := Build(docs, args.Namespace)
+	sc, err := build(docs, args.Namespace, keepInvalid)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
@@ -318,6 +335,10 @@ func SplitDocuments(b []byte) ([]Document, error) {
 // JSON, namespaced into defaultNs when they carry no namespace) and splits them into Kubernetes
 // objects and Istio configs.
 func Build(docs []Document, defaultNs string) (*Scenario, error) {
+	return build(docs, defaultNs, false)
+}
+
+func build(docs []Document, defaultNs string, keepInvalid bool) (*Scenario, error) {
 	ConfigureLogging()
 	sc := &Scenario{Mesh: mesh.DefaultMeshConfig()}
 	decoder := kubelib.IstioCodec.UniversalDeserializer()
@@ -395,7 +416,10 @@ func Build(docs []Document, defaultNs string) (*Scenario, error) {
 		if istio {
 			cfg := crdclient.TranslateObject(obj, schema.GroupVersionKind(), DomainSuffix)
 			if _, err := schema.ValidateConfig(cfg); err != nil {
-				return nil, &InvalidError{Object: key, Err: err}
+				if !keepInvalid {
+					return nil, &InvalidError{Object: key, Err: err}
+				}
+				sc.Rejected = append(sc.Rejected, &InvalidError{Object: key, Err: err, Config: cfg})
 			}
 			sc.Configs = append(sc.Configs, cfg)
 		}
@@ -439,6 +463,41 @@ func Build(docs []Document, defaultNs string) (*Scenario, error) {
 type InvalidError struct {
 	Object string
 	Err    error
+	// Config is the rejected object as istiod's CRD client translates it (kept objects only).
+	Config config.Config
+}
+
+// Errors returns the errors of Istio's validation one by one, as its multierror lists them.
+func (e *InvalidError) Errors() []string { return flatten(e.Err) }
+
+// ValidationErrors runs Istio's validation (the admission webhook's) on cfg and returns its
+// errors one by one; warnings are not errors.
+func ValidationErrors(cfg config.Config) ([]string, error) {
+	schema, ok := collections.PilotGatewayAPI().FindByGroupKind(config.GroupVersionKind{Group: cfg.GroupVersionKind.Group, Kind: cfg.GroupVersionKind.Kind})
+	if !ok {
+		return nil, fmt.Errorf("no Istio schema for %v", cfg.GroupVersionKind)
+	}
+	_, err := schema.ValidateConfig(cfg)
+	return flatten(err), nil
+}
+
+// flatten lists the errors of a go-multierror, recursively (a prefixed error, which errwrap
+// also lets unwrap, stays one error).
+func flatten(err error) []string {
+	if err == nil {
+		return nil
+	}
+	if m, ok := err.(interface {
+		WrappedErrors() []error
+		ErrorOrNil() error
+	}); ok {
+		var out []string
+		for _, e := range m.WrappedErrors() {
+			out = append(out, flatten(e)...)
+		}
+		return out
+	}
+	return []string{err.Error()}
 }
 
 func (e *InvalidError) Error() string {

@@ -9,6 +9,7 @@ import (
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain/diag"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/meshhost"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/webhook"
 )
 
 func refsOf(ds []*drInfo) []provenance.Ref {
@@ -58,7 +59,8 @@ func exportSetText(set map[string]bool) string {
 }
 
 // selectionDiagnostics explains the DestinationRules for the service's host that do not apply
-// to the proxy (D2–D6, D13, D31), and what merging dropped from the one that does (D11, D12).
+// to the proxy (D2–D6, D13, D31), what merging dropped from the one that does (D11, D12), and
+// the values of the rules it merges that Istio's validation rejects (D33).
 // handled collects the rules a diagnostic already names, so whyNot does not name them again.
 func (ix *Index) selectionDiagnostics(p *Proxy, svc *Service, list []*drEntry, step int, chosen *drEntry) []explain.Diagnostic {
 	handled := map[*drInfo]bool{}
@@ -66,6 +68,9 @@ func (ix *Index) selectionDiagnostics(p *Proxy, svc *Service, list []*drEntry, s
 	switch {
 	case chosen != nil:
 		out = mergeDiagnostics(chosen)
+		for _, d := range chosen.from {
+			out = append(out, webhook.Diagnostics(diag.RejectedByValidation, d.ref, webhook.DestinationRule(webhook.Meta{Name: d.obj.Name, Namespace: d.obj.Namespace, Annotations: d.obj.Annotations}, &d.obj.Spec))...)
+		}
 		if chosen.primary.hasSelector {
 			out = append(out, selectorNotInheriting(list, chosen, handled)...)
 		} else {

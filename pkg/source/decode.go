@@ -103,7 +103,7 @@ func decodedByProtojson(js []byte, spec proto.Message) bool {
 }
 
 // plainNumbers reports whether every number in the JSON text js is written as an integer: no
-// fraction and no exponent. Strings (and what looks like a number inside them) are skipped.
+// fraction, no exponent, and not -0. Strings (and what looks like a number inside them) are skipped.
 func plainNumbers(js []byte) bool {
 	for i := 0; i < len(js); i++ {
 		switch c := js[i]; {
@@ -114,6 +114,10 @@ func plainNumbers(js []byte) bool {
 				}
 			}
 		case c == '-' || (c >= '0' && c <= '9'):
+			if c == '-' && i+1 < len(js) && js[i+1] == '0' {
+				// -0: protojson takes it for an unsigned field, jsonpb does not.
+				return false
+			}
 			for ; i < len(js); i++ {
 				switch js[i] {
 				case '.', 'e', 'E':

@@ -146,6 +146,8 @@ func TestDecodeSpecAsJsonpb(t *testing.T) {
 		`{"host":"a","trafficPolicy":{"loadBalancer":{"simple":"round_robin"}}}`,
 		`{"host":"a","trafficPolicy":{"outlierDetection":{"consecutive5xxErrors":{"value":5}}}}`,
 		`{"host":"a","trafficPolicy":{"outlierDetection":{"minHealthPercent":2147483648}}}`,
+		`{"host":"a","trafficPolicy":{"outlierDetection":{"consecutive5xxErrors":-0}}}`,
+		`{"host":"a","trafficPolicy":{"outlierDetection":{"minHealthPercent":-0}}}`,
 		`{"host":"a","trafficPolicy":{"tls":{"insecureSkipVerify":"true"}}}`,
 		`{"host":"a","subsets":[{"name":"v1","labels":{"a":1}}]}`,
 		`{"host":"a","trafficPolicy":{"loadBalancer":{"localityLbSetting":{"distribute":[{"from":"a","to":{"b":"100"}}]}}}}`,

@@ -13,6 +13,7 @@ import (
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain/diag"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/webhook"
 )
 
 // Diagnostic IDs of the sidecar answer (the catalogue: pkg/explain/diag, docs/diagnostics.md).
@@ -34,6 +35,7 @@ const (
 	diagInboundConflict   = diag.SidecarInboundPortConflict
 	diagNoRequestAuthn    = diag.SidecarNoRequestAuthentication
 	diagMalformedIdentity = diag.SidecarPrincipalMatchedLiterally
+	diagRejected          = diag.SidecarRejectedByValidation
 )
 
 // finding is one diagnostic before it goes through the catalogue (diag.ID.At), which gives it
@@ -150,6 +152,23 @@ func (e *explanation) diagnostics() []explain.Diagnostic {
 		}
 	}
 	out = append(out, e.loadDiagnostics()...)
+	out = append(out, e.validationDiagnostics()...)
+	return out
+}
+
+// validationDiagnostics: what Istio's validation rejects in the policies that select the pod
+// and in its PeerAuthentications (S18).
+func (e *explanation) validationDiagnostics() []explain.Diagnostic {
+	var out []explain.Diagnostic
+	for _, ap := range e.selected {
+		out = append(out, webhook.Diagnostics(diagRejected, apRef(ap), webhook.AuthorizationPolicy(webhook.Meta{Name: ap.Name, Namespace: ap.Namespace, Annotations: ap.Annotations}, &ap.Spec))...)
+	}
+	for _, pa := range []*securityv1.PeerAuthentication{e.pa.mesh, e.pa.ns, e.pa.wl} {
+		if pa != nil {
+			ref := provenance.Ref{Kind: "PeerAuthentication", Namespace: pa.Namespace, Name: pa.Name}
+			out = append(out, webhook.Diagnostics(diagRejected, ref, webhook.PeerAuthentication(webhook.Meta{Name: pa.Name, Namespace: pa.Namespace, Annotations: pa.Annotations}, &pa.Spec))...)
+		}
+	}
 	return out
 }
 

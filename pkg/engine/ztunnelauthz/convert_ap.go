@@ -132,11 +132,7 @@ func convertAuthorizationPolicy(snap *model.Snapshot, rootNamespace string, obj 
 	} else {
 		rec.Set("action", a.Action.String(), o.at("spec.action", ""))
 	}
-	if a.Action == ActionDeny && len(pol.Rules) == 0 {
-		c.findings = append(c.findings, finding{id: diag.InvalidRule, field: "spec.rules",
-			message: "DENY policy without rules is rejected by Istio validation; istiod still converts it and it never fires",
-			fix:     "add rules, or delete the policy"})
-	}
+	// A DENY policy without rules (it never fires) is reported with Istio's validation (A25).
 	// 5. One group per kept rule, in spec order.
 	groups, l7 := c.rules(a.Action, pol.Rules, obj.Namespace, o)
 	a.Groups = build(groups, rec)

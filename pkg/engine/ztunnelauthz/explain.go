@@ -14,6 +14,7 @@ import (
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/meshhost"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/webhook"
 )
 
 // ObjectKind is the explain.Object kind of a ztunnel policy.
@@ -449,7 +450,8 @@ func overText(ports []string) string {
 }
 
 // policyDiagnostics turns the findings of the AuthorizationPolicies that reach (or look like
-// they reach) the pod into diagnostics.
+// they reach) the pod into diagnostics, with what Istio's validation rejects in them and in the
+// pod's PeerAuthentications (A25).
 func (w *workload) policyDiagnostics() []explain.Diagnostic {
 	var out []explain.Diagnostic
 	for _, ap := range w.pool.aps {
@@ -462,6 +464,13 @@ func (w *workload) policyDiagnostics() []explain.Diagnostic {
 				msg = f.field + ": " + msg
 			}
 			out = append(out, f.id.New(msg, f.fix, ap.ref()))
+		}
+		out = append(out, webhook.Diagnostics(diag.PolicyRejectedByValidation, ap.ref(),
+			webhook.AuthorizationPolicy(webhook.Meta{Name: ap.obj.Name, Namespace: ap.obj.Namespace, Annotations: ap.obj.Annotations}, &ap.obj.Spec))...)
+	}
+	for _, pa := range []*securityv1.PeerAuthentication{w.chain.mesh, w.chain.ns, w.chain.wl} {
+		if pa != nil {
+			out = append(out, webhook.Diagnostics(diag.PolicyRejectedByValidation, paKey(pa).Ref(), webhook.PeerAuthentication(webhook.Meta{Name: pa.Name, Namespace: pa.Namespace, Annotations: pa.Annotations}, &pa.Spec))...)
 		}
 	}
 	for _, r := range w.pool.excluded {

@@ -34,6 +34,7 @@ const (
 	EnvoyFilterPatchesClusters   ID = "D30"
 	SelectorRuleDoesNotInherit   ID = "D31"
 	TLSOriginationWithoutSNI     ID = "D32"
+	RejectedByValidation         ID = "D33"
 )
 
 // The ambient authorization diagnostics (`kubectl mesh-explain authz`).
@@ -62,6 +63,7 @@ const (
 	OtherRevision                  ID = "A22"
 	ExemptionStillStrict           ID = "A23"
 	ParentPeerAuthenticationTie    ID = "A24"
+	PolicyRejectedByValidation     ID = "A25"
 )
 
 // The sidecar authorization diagnostics (`kubectl mesh-explain authz` on a pod with a sidecar).
@@ -83,6 +85,7 @@ const (
 	SidecarInboundPortConflict            ID = "S15"
 	SidecarNoRequestAuthentication        ID = "S16"
 	SidecarPrincipalMatchedLiterally      ID = "S17"
+	SidecarRejectedByValidation           ID = "S18"
 )
 
 const (
@@ -153,6 +156,8 @@ var Catalogue = []Entry{
 		Fix: "add . to the plain rule's spec.exportTo, or copy what the selector rule needs into it"},
 	{ID: TLSOriginationWithoutSNI, Severity: sevWarning, Title: "TLS origination without SNI on a port that is not HTTP",
 		Fix: "set tls.sni to the server name"},
+	{ID: RejectedByValidation, Severity: sevWarning, Title: "DestinationRule value Istio's validation rejects",
+		Fix: "fix the value: the admission webhook rejects the object as written"},
 
 	{ID: NotCaptured, Severity: sevWarning, Title: "pod not captured by ztunnel as it seems",
 		Fix: "label the namespace (or the pod) istio.io/dataplane-mode=ambient, without a sidecar"},
@@ -202,6 +207,8 @@ var Catalogue = []Entry{
 		Fix: "use PERMISSIVE rather than DISABLE for the port exemption, or set the workload policy's mode to STRICT"},
 	{ID: ParentPeerAuthenticationTie, Severity: sevWarning, Title: "parents of a workload PeerAuthentication tied",
 		Fix: "keep one selector-less PeerAuthentication per namespace"},
+	{ID: PolicyRejectedByValidation, Severity: sevWarning, Title: "policy value Istio's validation rejects",
+		Fix: "fix the value: the admission webhook rejects the object as written"},
 
 	{ID: SidecarHTTPFieldsWidenOnTCP, Severity: sevWarning, Title: "DENY, AUDIT or CUSTOM rule widened on TCP chains",
 		Fix: "restrict the rule to HTTP ports with to.operation.ports, or move the HTTP condition to a policy for an HTTP port"},
@@ -237,6 +244,8 @@ var Catalogue = []Entry{
 		Fix: "add a RequestAuthentication that selects the workload"},
 	{ID: SidecarPrincipalMatchedLiterally, Severity: sevWarning, Title: "principal matched literally",
 		Fix: "write <trust domain>/ns/<namespace>/sa/<service account>, with * only at the start or the end"},
+	{ID: SidecarRejectedByValidation, Severity: sevWarning, Title: "policy value Istio's validation rejects",
+		Fix: "fix the value: the admission webhook rejects the object as written"},
 }
 
 var index = func() map[ID]Entry {

@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/internal/testkit"
+)
+
+// TestValuesTheWebhookRejectsAreReported runs the values of issue 23 that the admission
+// webhook rejects (connectTimeout -5s, maxConnections -1, an AuthorizationPolicy port "abc",
+// an ipBlock "not-a-cidr") through Main from files: each answer carries a diagnostic naming the
+// field and quoting Istio's validation error. Before pkg/webhook they loaded without a word.
+func TestValuesTheWebhookRejectsAreReported(t *testing.T) {
+	t.Chdir(repoRoot(t))
+	for _, tc := range []struct {
+		dir, id, field, webhook string
+	}{
+		{"cluster/bad-input-connect-timeout-negative", "D33", "spec.trafficPolicy.connectionPool.tcp.connectTimeout", `\"duration must be greater than 1ms\"`},
+		{"cluster/bad-input-max-connections-negative", "D33", "spec.trafficPolicy.connectionPool.tcp.maxConnections", `\"max connections must be non-negative\"`},
+		{"sidecar/bad-input-port-not-a-number", "S18", "spec.rules[0].to[0].operation.ports[0]", `\"invalid policy bad.foo: bad port (abc): strconv.ParseUint: parsing \\\"abc\\\": invalid syntax\"`},
+		{"authz/bad-input-port-not-a-number", "A25", "spec.rules[0].to[0].operation.ports[0]", `\"invalid policy bad.foo: bad port (abc): strconv.ParseUint: parsing \\\"abc\\\": invalid syntax\"`},
+		{"sidecar/bad-input-ipblock-not-a-cidr", "S18", "spec.rules[0].from[0].source.ipBlocks[0]", `\"invalid policy bad.foo: bad IP address (not-a-cidr)\"`},
+		{"authz/bad-input-ipblock-not-a-cidr", "A25", "spec.rules[0].from[0].source.ipBlocks[0]", `\"invalid policy bad.foo: bad IP address (not-a-cidr)\"`},
+	} {
+		t.Run(tc.dir, func(t *testing.T) {
+			dir := filepath.Join("testdata", "scenarios", tc.dir)
+			args := append(scenarioArgs(t, dir), "-f", dir, "-o", "json")
+			r := runMain(t, "", args...)
+			if r.code != ExitOK {
+				t.Fatalf("%s\n%s", strings.Join(args, " "), r)
+			}
+			msgs, err := testkit.DiagnosticMessages([]byte(r.stdout), tc.id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := tc.field + ": Istio's validation rejects "
+			found := slices.ContainsFunc(msgs, func(m string) bool {
+				b, _ := json.Marshal(m)
+				return strings.HasPrefix(m, want) && strings.Contains(string(b), tc.webhook)
+			})
+			if !found {
+				t.Errorf("no %s diagnostic on %s quoting %s:\n%s", tc.id, tc.field, tc.webhook, r.stdout)
+			}
+		})
+	}
+}
