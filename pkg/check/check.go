@@ -155,6 +155,7 @@ func hostOccurrences(ix *index.Index, classes []*Class, reuse *reusePlan, worker
 		err   error
 	}
 	results := make([]result, len(classes))
+	shared := envoycluster.NewSharedBuilds(ix)
 	for _, phase := range reuse.phases(classes) {
 		next := make(chan int)
 		var wg sync.WaitGroup
@@ -163,7 +164,7 @@ func hostOccurrences(ix *index.Index, classes []*Class, reuse *reusePlan, worker
 			go func() {
 				defer wg.Done()
 				for i := range next {
-					occ, hosts, err := classOccurrences(ix, classes[i], reuse)
+					occ, hosts, err := classOccurrences(ix, shared, classes[i], reuse)
 					results[i] = result{occ, hosts, err}
 				}
 			}()
@@ -189,9 +190,9 @@ func hostOccurrences(ix *index.Index, classes []*Class, reuse *reusePlan, worker
 }
 
 // classOccurrences is what `cluster HOST` reports for each host in the scope of the class's
-// proxy (hostDiagnostics), or, where reuse allows, what the class of its namespace's default
-// sidecar was told.
-func classOccurrences(ix *index.Index, c *Class, reuse *reusePlan) ([]occurrence, []string, error) {
+// proxy (Explainer.HostDiagnostics), or, where reuse allows, what the class of its namespace's default
+// sidecar was told. The cluster builds are shared with the other classes through shared.
+func classOccurrences(ix *index.Index, shared *envoycluster.SharedBuilds, c *Class, reuse *reusePlan) ([]occurrence, []string, error) {
 	proxy, err := c.proxy(ix)
 	if err != nil {
 		return nil, nil, err
@@ -212,30 +213,30 @@ func classOccurrences(ix *index.Index, c *Class, reuse *reusePlan) ([]occurrence
 			}
 			continue
 		}
-		hc, err := e.Host(h)
+		svc, hostDiags, err := e.HostDiagnostics(h, shared)
 		if err != nil {
 			return nil, nil, err
 		}
 		if reuse.records(c) {
-			a := hostAnswer{inScope: hc.Service != nil}
+			a := hostAnswer{inScope: svc != nil}
 			if a.inScope {
-				a.subject, a.diags = hc.Service.Ref, hostDiagnostics(nil, hc)
+				a.subject, a.diags = svc.Ref, hostDiags
 			}
 			reuse.record(c, proxy, h, a)
 		}
-		if hc.Service == nil {
+		if svc == nil {
 			// Outside the proxy's scope: not a host this client sees.
 			continue
 		}
 		hosts = append(hosts, h)
-		diags := hostDiagnostics(e, hc)
+		diags := append(slices.Clip(hostDiags), e.ProxyDiagnostics()...)
 		if len(groups) == 1 || !slices.ContainsFunc(diags, func(d explain.Diagnostic) bool { return labelsNamed(d.Message, proxy.Labels) }) {
-			out = appendHost(out, diags, h, hc.Service.Ref, names)
+			out = appendHost(out, diags, h, svc.Ref, names)
 			continue
 		}
 		// The answer names the proxy's labels: each group of members with the same labels
 		// gets its own.
-		out = appendHost(out, diags, h, hc.Service.Ref, groupNames(groups[0]))
+		out = appendHost(out, diags, h, svc.Ref, groupNames(groups[0]))
 		if others == nil {
 			for _, g := range groups[1:] {
 				p, err := memberProxy(ix, g[0])
@@ -246,28 +247,14 @@ func classOccurrences(ix *index.Index, c *Class, reuse *reusePlan) ([]occurrence
 			}
 		}
 		for i, g := range groups[1:] {
-			ohc, err := others[i].Host(h)
+			_, odiags, err := others[i].HostDiagnostics(h, shared)
 			if err != nil {
 				return nil, nil, err
 			}
-			out = appendHost(out, hostDiagnostics(others[i], ohc), h, hc.Service.Ref, groupNames(g))
+			out = appendHost(out, append(odiags, others[i].ProxyDiagnostics()...), h, svc.Ref, groupNames(g))
 		}
 	}
 	return out, hosts, nil
-}
-
-// hostDiagnostics is what `cluster HOST` reports for a host in the scope of the Explainer's
-// proxy: the scope, selection, host and route diagnostics, those of every cluster of every port
-// and subset, and those of the proxy itself (none when e is nil).
-func hostDiagnostics(e *envoycluster.Explainer, hc *envoycluster.HostClusters) []explain.Diagnostic {
-	out := slices.Clone(hc.Diagnostics)
-	for _, b := range hc.Clusters {
-		out = append(out, b.Diagnostics...)
-	}
-	if e == nil {
-		return out
-	}
-	return append(out, e.ProxyDiagnostics()...)
 }
 
 // appendHost records the diagnostics of host's answer for clients.
