@@ -3,6 +3,7 @@ package check
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"runtime"
 	"slices"
 	"strings"
@@ -113,12 +114,12 @@ func Run(snap *model.Snapshot, o Options) (*explain.CheckReport, error) {
 		rep.Scope.Clients += len(c.Members)
 	}
 
-	hostOcc, hosts, err := hostOccurrences(ix, classes, planReuse(snap, classes), o.Workers)
+	m := newMerger(snap, newIgnorer(snap, o.Ignore))
+	hosts, err := hostOccurrences(ix, classes, planReuse(snap, classes), o.Workers, m)
 	if err != nil {
 		return nil, err
 	}
 	rep.Scope.Hosts = hosts
-	occ := hostOcc
 	wl, counts := workloadOccurrences(snap, WorkloadEngines(snap, o.Revision), o.Namespaces)
 	for _, n := range counts {
 		rep.Scope.Workloads += n
@@ -126,10 +127,9 @@ func Run(snap *model.Snapshot, o Options) (*explain.CheckReport, error) {
 	if len(counts) > 0 {
 		rep.Scope.DataPlanes = counts
 	}
-	occ = append(occ, wl...)
-
-	ign := newIgnorer(snap, o.Ignore)
-	rep.Findings = merge(snap, occ, ign)
+	// The workloads' occurrences come after those of every class.
+	m.add(len(classes), wl)
+	rep.Findings = m.findings()
 	if why, ok := snap.Incomplete["PeerAuthentication"]; ok {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("mTLS inference is incomplete: PeerAuthentications could not be read (%s)", why))
 	}
@@ -143,50 +143,65 @@ func Run(snap *model.Snapshot, o Options) (*explain.CheckReport, error) {
 
 // hostOccurrences explains every host in the scope of each class's proxy, one Explainer per
 // class (its index and scope kept across the hosts), the classes spread over workers; the
-// classes that take answers of others (reuse) after those. It returns the occurrences, in
-// class order, and the number of hosts explained for at least one class.
-func hostOccurrences(ix *index.Index, classes []*Class, reuse *reusePlan, workers int) ([]occurrence, int, error) {
+// classes that take answers of others (reuse) after those. Each class's occurrences go to m as
+// soon as the class is explained, as batch i for the class i, and are not kept. It returns the
+// number of hosts explained for at least one class, and the error of the first class that
+// failed.
+func hostOccurrences(ix *index.Index, classes []*Class, reuse *reusePlan, workers int, m *merger) (int, error) {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	type result struct {
+		i     int
 		occ   []occurrence
 		hosts []string
 		err   error
 	}
-	results := make([]result, len(classes))
 	shared := envoycluster.NewSharedBuilds(ix)
-	for _, phase := range reuse.phases(classes) {
-		next := make(chan int)
-		var wg sync.WaitGroup
-		for range min(workers, max(len(phase), 1)) {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range next {
-					occ, hosts, err := classOccurrences(ix, shared, classes[i], reuse)
-					results[i] = result{occ, hosts, err}
-				}
-			}()
+	results := make(chan result, workers)
+	go func() {
+		defer close(results)
+		for _, phase := range reuse.phases(classes) {
+			next := make(chan int)
+			var wg sync.WaitGroup
+			for range min(workers, max(len(phase), 1)) {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := range next {
+						occ, hosts, err := classOccurrences(ix, shared, classes[i], reuse)
+						results <- result{i, occ, hosts, err}
+					}
+				}()
+			}
+			for _, i := range phase {
+				next <- i
+			}
+			close(next)
+			wg.Wait()
 		}
-		for _, i := range phase {
-			next <- i
-		}
-		close(next)
-		wg.Wait()
-	}
-	var out []occurrence
+	}()
 	seen := map[string]bool{}
-	for _, r := range results {
+	failed, firstErr := len(classes), error(nil)
+	for r := range results {
 		if r.err != nil {
-			return nil, 0, r.err
+			if r.i < failed {
+				failed, firstErr = r.i, r.err
+			}
+			continue
 		}
-		out = append(out, r.occ...)
+		if firstErr != nil {
+			continue
+		}
+		m.add(r.i, r.occ)
 		for _, h := range r.hosts {
 			seen[h] = true
 		}
 	}
-	return out, len(seen), nil
+	if firstErr != nil {
+		return 0, firstErr
+	}
+	return len(seen), nil
 }
 
 // classOccurrences is what `cluster HOST` reports for each host in the scope of the class's
@@ -313,44 +328,69 @@ func key(d explain.Diagnostic) string {
 // Key is the identity of a cause, across reports (the --diff of two checks) and answers.
 func Key(d explain.Diagnostic) string { return key(d) }
 
-// merge turns occurrences into findings, one per cause, silenced as ign says, sorted.
-func merge(snap *model.Snapshot, occ []occurrence, ign *ignorer) []explain.Finding {
-	type acc struct {
-		f         explain.Finding
-		hosts     map[string]bool
-		clients   map[string]bool
-		workloads map[string]bool
-		messages  map[string]bool
-		live      bool
-		reason    string
-	}
-	byKey := map[string]*acc{}
-	var order []string
-	for _, o := range occ {
+// merger turns occurrences into findings, one per cause, silenced as its ignorer says. The
+// occurrences come in batches (one per class, then the workloads') in any order; the findings
+// are what merging every batch in batch order would give: a finding is worded and located by
+// its first occurrence, silenced by the reason of its first silenced occurrence, and findings
+// that sort the same keep the order of their first occurrences. Only the findings are kept,
+// not the occurrences.
+type merger struct {
+	snap  *model.Snapshot
+	ign   *ignorer
+	byKey map[string]*acc
+}
+
+// at is where an occurrence came: its batch, and its place in the batch.
+type at struct{ batch, i int }
+
+func (a at) before(b at) bool { return a.batch < b.batch || a.batch == b.batch && a.i < b.i }
+
+// acc is one finding being merged.
+type acc struct {
+	// first is the first occurrence, its diagnostic and the subject of its answer.
+	first   at
+	d       explain.Diagnostic
+	subject *provenance.Ref
+	// hosts, clients, workloads and messages are those of the occurrences listed: once one
+	// occurrence is not silenced (live), only those not silenced.
+	hosts, clients, workloads, messages map[string]bool
+	live                                bool
+	// reason is that of the first silenced occurrence, at reasonAt.
+	reason   string
+	reasonAt at
+}
+
+func newMerger(snap *model.Snapshot, ign *ignorer) *merger {
+	return &merger{snap: snap, ign: ign, byKey: map[string]*acc{}}
+}
+
+// add merges the occurrences of batch.
+func (m *merger) add(batch int, occ []occurrence) {
+	for i, o := range occ {
+		p := at{batch, i}
 		k := key(o.d)
-		a := byKey[k]
+		a := m.byKey[k]
 		if a == nil {
-			a = &acc{f: explain.Finding{Diagnostic: o.d}, hosts: map[string]bool{}, clients: map[string]bool{}, workloads: map[string]bool{}, messages: map[string]bool{}}
-			byKey[k] = a
-			order = append(order, k)
-			locate(snap, &a.f, o.subject)
+			a = &acc{first: p, d: o.d, subject: o.subject, hosts: map[string]bool{}, clients: map[string]bool{}, workloads: map[string]bool{}, messages: map[string]bool{}}
+			m.byKey[k] = a
+		} else if p.before(a.first) {
+			a.first, a.d, a.subject = p, o.d, o.subject
 		}
-		why := ign.reason(o.d, o.subject)
-		if why == "" && !a.live {
+		why := m.ign.reason(o.d, o.subject)
+		if why != "" {
+			if a.reason == "" || p.before(a.reasonAt) {
+				a.reason, a.reasonAt = why, p
+			}
+			if a.live {
+				continue
+			}
+		} else if !a.live {
 			// The first occurrence not silenced: the finding lists only such occurrences.
 			a.live = true
 			clear(a.hosts)
 			clear(a.clients)
 			clear(a.workloads)
 			clear(a.messages)
-		}
-		if why != "" {
-			if a.reason == "" {
-				a.reason = why
-			}
-			if a.live {
-				continue
-			}
 		}
 		a.messages[o.d.Message] = true
 		if o.host != "" {
@@ -363,10 +403,18 @@ func merge(snap *model.Snapshot, occ []occurrence, ign *ignorer) []explain.Findi
 			a.workloads[o.workload] = true
 		}
 	}
-	out := make([]explain.Finding, 0, len(order))
-	for _, k := range order {
-		a := byKey[k]
-		f := a.f
+}
+
+// findings are the findings of every occurrence added, sorted.
+func (m *merger) findings() []explain.Finding {
+	accs := slices.Collect(maps.Values(m.byKey))
+	slices.SortFunc(accs, func(a, b *acc) int {
+		return cmp.Or(cmp.Compare(a.first.batch, b.first.batch), cmp.Compare(a.first.i, b.first.i))
+	})
+	out := make([]explain.Finding, 0, len(accs))
+	for _, a := range accs {
+		f := explain.Finding{Diagnostic: a.d}
+		locate(m.snap, &f, a.subject)
 		if !a.live {
 			f.Ignored = a.reason
 		}
