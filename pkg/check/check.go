@@ -435,10 +435,23 @@ func (m *merger) findings() []explain.Finding {
 
 // SortFindings orders findings by severity, ID, the resource to change, then message.
 func SortFindings(fs []explain.Finding) {
-	slices.SortStableFunc(fs, func(a, b explain.Finding) int {
+	// The resource of each finding is spelled once, not at every comparison, and the sort
+	// moves indexes rather than findings.
+	res := make([]string, len(fs))
+	order := make([]int, len(fs))
+	for i, f := range fs {
+		res[i], order[i] = refString(f.Resource), i
+	}
+	slices.SortStableFunc(order, func(i, j int) int {
+		a, b := &fs[i], &fs[j]
 		return cmp.Or(cmp.Compare(a.Severity.Rank(), b.Severity.Rank()), diag.CompareIDs(a.ID, b.ID),
-			cmp.Compare(refString(a.Resource), refString(b.Resource)), cmp.Compare(a.Message, b.Message), cmp.Compare(a.Fix, b.Fix))
+			cmp.Compare(res[i], res[j]), cmp.Compare(a.Message, b.Message), cmp.Compare(a.Fix, b.Fix))
 	})
+	sorted := make([]explain.Finding, len(fs))
+	for k, i := range order {
+		sorted[k] = fs[i]
+	}
+	copy(fs, sorted)
 }
 
 func refString(r *provenance.Ref) string {
