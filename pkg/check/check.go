@@ -3,6 +3,7 @@ package check
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"runtime"
 	"slices"
 	"strings"
@@ -113,12 +114,12 @@ func Run(snap *model.Snapshot, o Options) (*explain.CheckReport, error) {
 		rep.Scope.Clients += len(c.Members)
 	}
 
-	hostOcc, hosts, err := hostOccurrences(ix, classes, planReuse(snap, classes), o.Workers)
+	m := newMerger(snap, newIgnorer(snap, o.Ignore))
+	hosts, err := hostOccurrences(ix, classes, planReuse(snap, classes), o.Workers, m)
 	if err != nil {
 		return nil, err
 	}
 	rep.Scope.Hosts = hosts
-	occ := hostOcc
 	wl, counts := workloadOccurrences(snap, WorkloadEngines(snap, o.Revision), o.Namespaces)
 	for _, n := range counts {
 		rep.Scope.Workloads += n
@@ -126,10 +127,9 @@ func Run(snap *model.Snapshot, o Options) (*explain.CheckReport, error) {
 	if len(counts) > 0 {
 		rep.Scope.DataPlanes = counts
 	}
-	occ = append(occ, wl...)
-
-	ign := newIgnorer(snap, o.Ignore)
-	rep.Findings = merge(snap, occ, ign)
+	// The workloads' occurrences come after those of every class.
+	m.add(len(classes), wl)
+	rep.Findings = m.findings()
 	if why, ok := snap.Incomplete["PeerAuthentication"]; ok {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("mTLS inference is incomplete: PeerAuthentications could not be read (%s)", why))
 	}
@@ -143,55 +143,71 @@ func Run(snap *model.Snapshot, o Options) (*explain.CheckReport, error) {
 
 // hostOccurrences explains every host in the scope of each class's proxy, one Explainer per
 // class (its index and scope kept across the hosts), the classes spread over workers; the
-// classes that take answers of others (reuse) after those. It returns the occurrences, in
-// class order, and the number of hosts explained for at least one class.
-func hostOccurrences(ix *index.Index, classes []*Class, reuse *reusePlan, workers int) ([]occurrence, int, error) {
+// classes that take answers of others (reuse) after those. Each class's occurrences go to m as
+// soon as the class is explained, as batch i for the class i, and are not kept. It returns the
+// number of hosts explained for at least one class, and the error of the first class that
+// failed.
+func hostOccurrences(ix *index.Index, classes []*Class, reuse *reusePlan, workers int, m *merger) (int, error) {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	type result struct {
+		i     int
 		occ   []occurrence
 		hosts []string
 		err   error
 	}
-	results := make([]result, len(classes))
-	for _, phase := range reuse.phases(classes) {
-		next := make(chan int)
-		var wg sync.WaitGroup
-		for range min(workers, max(len(phase), 1)) {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range next {
-					occ, hosts, err := classOccurrences(ix, classes[i], reuse)
-					results[i] = result{occ, hosts, err}
-				}
-			}()
+	shared := envoycluster.NewSharedBuilds(ix)
+	results := make(chan result, workers)
+	go func() {
+		defer close(results)
+		for _, phase := range reuse.phases(classes) {
+			next := make(chan int)
+			var wg sync.WaitGroup
+			for range min(workers, max(len(phase), 1)) {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := range next {
+						occ, hosts, err := classOccurrences(ix, shared, classes[i], reuse)
+						results <- result{i, occ, hosts, err}
+					}
+				}()
+			}
+			for _, i := range phase {
+				next <- i
+			}
+			close(next)
+			wg.Wait()
 		}
-		for _, i := range phase {
-			next <- i
-		}
-		close(next)
-		wg.Wait()
-	}
-	var out []occurrence
+	}()
 	seen := map[string]bool{}
-	for _, r := range results {
+	failed, firstErr := len(classes), error(nil)
+	for r := range results {
 		if r.err != nil {
-			return nil, 0, r.err
+			if r.i < failed {
+				failed, firstErr = r.i, r.err
+			}
+			continue
 		}
-		out = append(out, r.occ...)
+		if firstErr != nil {
+			continue
+		}
+		m.add(r.i, r.occ)
 		for _, h := range r.hosts {
 			seen[h] = true
 		}
 	}
-	return out, len(seen), nil
+	if firstErr != nil {
+		return 0, firstErr
+	}
+	return len(seen), nil
 }
 
 // classOccurrences is what `cluster HOST` reports for each host in the scope of the class's
-// proxy (hostDiagnostics), or, where reuse allows, what the class of its namespace's default
-// sidecar was told.
-func classOccurrences(ix *index.Index, c *Class, reuse *reusePlan) ([]occurrence, []string, error) {
+// proxy (Explainer.HostDiagnostics), or, where reuse allows, what the class of its namespace's default
+// sidecar was told. The cluster builds are shared with the other classes through shared.
+func classOccurrences(ix *index.Index, shared *envoycluster.SharedBuilds, c *Class, reuse *reusePlan) ([]occurrence, []string, error) {
 	proxy, err := c.proxy(ix)
 	if err != nil {
 		return nil, nil, err
@@ -212,30 +228,30 @@ func classOccurrences(ix *index.Index, c *Class, reuse *reusePlan) ([]occurrence
 			}
 			continue
 		}
-		hc, err := e.Host(h)
+		svc, hostDiags, err := e.HostDiagnostics(h, shared)
 		if err != nil {
 			return nil, nil, err
 		}
 		if reuse.records(c) {
-			a := hostAnswer{inScope: hc.Service != nil}
+			a := hostAnswer{inScope: svc != nil}
 			if a.inScope {
-				a.subject, a.diags = hc.Service.Ref, hostDiagnostics(nil, hc)
+				a.subject, a.diags = svc.Ref, hostDiags
 			}
 			reuse.record(c, proxy, h, a)
 		}
-		if hc.Service == nil {
+		if svc == nil {
 			// Outside the proxy's scope: not a host this client sees.
 			continue
 		}
 		hosts = append(hosts, h)
-		diags := hostDiagnostics(e, hc)
+		diags := append(slices.Clip(hostDiags), e.ProxyDiagnostics()...)
 		if len(groups) == 1 || !slices.ContainsFunc(diags, func(d explain.Diagnostic) bool { return labelsNamed(d.Message, proxy.Labels) }) {
-			out = appendHost(out, diags, h, hc.Service.Ref, names)
+			out = appendHost(out, diags, h, svc.Ref, names)
 			continue
 		}
 		// The answer names the proxy's labels: each group of members with the same labels
 		// gets its own.
-		out = appendHost(out, diags, h, hc.Service.Ref, groupNames(groups[0]))
+		out = appendHost(out, diags, h, svc.Ref, groupNames(groups[0]))
 		if others == nil {
 			for _, g := range groups[1:] {
 				p, err := memberProxy(ix, g[0])
@@ -246,28 +262,14 @@ func classOccurrences(ix *index.Index, c *Class, reuse *reusePlan) ([]occurrence
 			}
 		}
 		for i, g := range groups[1:] {
-			ohc, err := others[i].Host(h)
+			_, odiags, err := others[i].HostDiagnostics(h, shared)
 			if err != nil {
 				return nil, nil, err
 			}
-			out = appendHost(out, hostDiagnostics(others[i], ohc), h, hc.Service.Ref, groupNames(g))
+			out = appendHost(out, append(odiags, others[i].ProxyDiagnostics()...), h, svc.Ref, groupNames(g))
 		}
 	}
 	return out, hosts, nil
-}
-
-// hostDiagnostics is what `cluster HOST` reports for a host in the scope of the Explainer's
-// proxy: the scope, selection, host and route diagnostics, those of every cluster of every port
-// and subset, and those of the proxy itself (none when e is nil).
-func hostDiagnostics(e *envoycluster.Explainer, hc *envoycluster.HostClusters) []explain.Diagnostic {
-	out := slices.Clone(hc.Diagnostics)
-	for _, b := range hc.Clusters {
-		out = append(out, b.Diagnostics...)
-	}
-	if e == nil {
-		return out
-	}
-	return append(out, e.ProxyDiagnostics()...)
 }
 
 // appendHost records the diagnostics of host's answer for clients.
@@ -326,44 +328,69 @@ func key(d explain.Diagnostic) string {
 // Key is the identity of a cause, across reports (the --diff of two checks) and answers.
 func Key(d explain.Diagnostic) string { return key(d) }
 
-// merge turns occurrences into findings, one per cause, silenced as ign says, sorted.
-func merge(snap *model.Snapshot, occ []occurrence, ign *ignorer) []explain.Finding {
-	type acc struct {
-		f         explain.Finding
-		hosts     map[string]bool
-		clients   map[string]bool
-		workloads map[string]bool
-		messages  map[string]bool
-		live      bool
-		reason    string
-	}
-	byKey := map[string]*acc{}
-	var order []string
-	for _, o := range occ {
+// merger turns occurrences into findings, one per cause, silenced as its ignorer says. The
+// occurrences come in batches (one per class, then the workloads') in any order; the findings
+// are what merging every batch in batch order would give: a finding is worded and located by
+// its first occurrence, silenced by the reason of its first silenced occurrence, and findings
+// that sort the same keep the order of their first occurrences. Only the findings are kept,
+// not the occurrences.
+type merger struct {
+	snap  *model.Snapshot
+	ign   *ignorer
+	byKey map[string]*acc
+}
+
+// at is where an occurrence came: its batch, and its place in the batch.
+type at struct{ batch, i int }
+
+func (a at) before(b at) bool { return a.batch < b.batch || a.batch == b.batch && a.i < b.i }
+
+// acc is one finding being merged.
+type acc struct {
+	// first is the first occurrence, its diagnostic and the subject of its answer.
+	first   at
+	d       explain.Diagnostic
+	subject *provenance.Ref
+	// hosts, clients, workloads and messages are those of the occurrences listed: once one
+	// occurrence is not silenced (live), only those not silenced.
+	hosts, clients, workloads, messages map[string]bool
+	live                                bool
+	// reason is that of the first silenced occurrence, at reasonAt.
+	reason   string
+	reasonAt at
+}
+
+func newMerger(snap *model.Snapshot, ign *ignorer) *merger {
+	return &merger{snap: snap, ign: ign, byKey: map[string]*acc{}}
+}
+
+// add merges the occurrences of batch.
+func (m *merger) add(batch int, occ []occurrence) {
+	for i, o := range occ {
+		p := at{batch, i}
 		k := key(o.d)
-		a := byKey[k]
+		a := m.byKey[k]
 		if a == nil {
-			a = &acc{f: explain.Finding{Diagnostic: o.d}, hosts: map[string]bool{}, clients: map[string]bool{}, workloads: map[string]bool{}, messages: map[string]bool{}}
-			byKey[k] = a
-			order = append(order, k)
-			locate(snap, &a.f, o.subject)
+			a = &acc{first: p, d: o.d, subject: o.subject, hosts: map[string]bool{}, clients: map[string]bool{}, workloads: map[string]bool{}, messages: map[string]bool{}}
+			m.byKey[k] = a
+		} else if p.before(a.first) {
+			a.first, a.d, a.subject = p, o.d, o.subject
 		}
-		why := ign.reason(o.d, o.subject)
-		if why == "" && !a.live {
+		why := m.ign.reason(o.d, o.subject)
+		if why != "" {
+			if a.reason == "" || p.before(a.reasonAt) {
+				a.reason, a.reasonAt = why, p
+			}
+			if a.live {
+				continue
+			}
+		} else if !a.live {
 			// The first occurrence not silenced: the finding lists only such occurrences.
 			a.live = true
 			clear(a.hosts)
 			clear(a.clients)
 			clear(a.workloads)
 			clear(a.messages)
-		}
-		if why != "" {
-			if a.reason == "" {
-				a.reason = why
-			}
-			if a.live {
-				continue
-			}
 		}
 		a.messages[o.d.Message] = true
 		if o.host != "" {
@@ -376,10 +403,18 @@ func merge(snap *model.Snapshot, occ []occurrence, ign *ignorer) []explain.Findi
 			a.workloads[o.workload] = true
 		}
 	}
-	out := make([]explain.Finding, 0, len(order))
-	for _, k := range order {
-		a := byKey[k]
-		f := a.f
+}
+
+// findings are the findings of every occurrence added, sorted.
+func (m *merger) findings() []explain.Finding {
+	accs := slices.Collect(maps.Values(m.byKey))
+	slices.SortFunc(accs, func(a, b *acc) int {
+		return cmp.Or(cmp.Compare(a.first.batch, b.first.batch), cmp.Compare(a.first.i, b.first.i))
+	})
+	out := make([]explain.Finding, 0, len(accs))
+	for _, a := range accs {
+		f := explain.Finding{Diagnostic: a.d}
+		locate(m.snap, &f, a.subject)
 		if !a.live {
 			f.Ignored = a.reason
 		}
@@ -400,10 +435,23 @@ func merge(snap *model.Snapshot, occ []occurrence, ign *ignorer) []explain.Findi
 
 // SortFindings orders findings by severity, ID, the resource to change, then message.
 func SortFindings(fs []explain.Finding) {
-	slices.SortStableFunc(fs, func(a, b explain.Finding) int {
+	// The resource of each finding is spelled once, not at every comparison, and the sort
+	// moves indexes rather than findings.
+	res := make([]string, len(fs))
+	order := make([]int, len(fs))
+	for i, f := range fs {
+		res[i], order[i] = refString(f.Resource), i
+	}
+	slices.SortStableFunc(order, func(i, j int) int {
+		a, b := &fs[i], &fs[j]
 		return cmp.Or(cmp.Compare(a.Severity.Rank(), b.Severity.Rank()), diag.CompareIDs(a.ID, b.ID),
-			cmp.Compare(refString(a.Resource), refString(b.Resource)), cmp.Compare(a.Message, b.Message), cmp.Compare(a.Fix, b.Fix))
+			cmp.Compare(res[i], res[j]), cmp.Compare(a.Message, b.Message), cmp.Compare(a.Fix, b.Fix))
 	})
+	sorted := make([]explain.Finding, len(fs))
+	for k, i := range order {
+		sorted[k] = fs[i]
+	}
+	copy(fs, sorted)
 }
 
 func refString(r *provenance.Ref) string {

@@ -85,6 +85,9 @@ func ParseIDs(s string) []string {
 
 // reason is why d, in the answer about subject, is silenced, or "".
 func (ig *ignorer) reason(d explain.Diagnostic, subject *provenance.Ref) string {
+	if len(ig.flag) == 0 && len(ig.annos) == 0 {
+		return ""
+	}
 	if ig.flag[d.ID] {
 		return "--ignore " + d.ID
 	}

@@ -27,9 +27,9 @@ func locate(snap *model.Snapshot, f *explain.Finding, subject *provenance.Ref) {
 	default:
 		return
 	}
-	f.Field = fieldPath.FindString(f.Fix)
+	f.Field = findFieldPath(f.Fix)
 	if f.Field == "" {
-		f.Field = fieldPath.FindString(f.Message)
+		f.Field = findFieldPath(f.Message)
 	}
 	k := model.ObjectKey{Kind: f.Resource.Kind, Namespace: f.Resource.Namespace, Name: f.Resource.Name}
 	if f.Field != "" && snap.Fields != nil {
@@ -43,6 +43,15 @@ func locate(snap *model.Snapshot, f *explain.Finding, subject *provenance.Ref) {
 		}
 	}
 	f.Position = snap.Position(k)
+}
+
+// findFieldPath is fieldPath.FindString, without running the expression on text that cannot
+// match (most messages and fixes name no field).
+func findFieldPath(s string) string {
+	if !strings.Contains(s, "spec") && !strings.Contains(s, "metadata") {
+		return ""
+	}
+	return fieldPath.FindString(s)
 }
 
 // parent drops the last step of a field path.

@@ -2,6 +2,7 @@ package check
 
 import (
 	"slices"
+	"sync"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
@@ -41,6 +42,10 @@ type reusePlan struct {
 	// selectorHosts are the spec.host of the workloadSelector DestinationRules of each
 	// namespace.
 	selectorHosts map[string][]string
+	// mu guards selected, which memoizes selects by namespace and host: the classes of a
+	// namespace ask it for the same hosts.
+	mu       sync.Mutex
+	selected map[string]map[string]bool
 }
 
 // planReuse finds the classes that can take their namespace default's answers.
@@ -106,13 +111,34 @@ func (p *reusePlan) answer(c *Class, host string) (hostAnswer, bool) {
 	if b == nil {
 		return hostAnswer{}, false
 	}
-	for _, rh := range p.selectorHosts[c.Namespace] {
-		if index.RuleMayApply(host, c.Namespace, rh, c.Namespace) {
-			return hostAnswer{}, false
-		}
+	if p.selects(c.Namespace, host) {
+		return hostAnswer{}, false
 	}
 	a, ok := p.answers[b][host]
 	return a, ok
+}
+
+// selects reports whether a workloadSelector DestinationRule of namespace can be for host
+// (index.RuleMayApply).
+func (p *reusePlan) selects(namespace, host string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	byHost := p.selected[namespace]
+	if v, ok := byHost[host]; ok {
+		return v
+	}
+	v := slices.ContainsFunc(p.selectorHosts[namespace], func(rh string) bool {
+		return index.RuleMayApply(host, namespace, rh, namespace)
+	})
+	if byHost == nil {
+		if p.selected == nil {
+			p.selected = map[string]map[string]bool{}
+		}
+		byHost = map[string]bool{}
+		p.selected[namespace] = byHost
+	}
+	byHost[host] = v
+	return v
 }
 
 // phases orders the classes for hostOccurrences: those whose answers others take first, then

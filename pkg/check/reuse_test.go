@@ -24,7 +24,9 @@ func TestReuseFindsTheSame(t *testing.T) {
 	if len(plan.base) == 0 {
 		t.Fatal("no class takes its namespace default's answers: the comparison proves nothing")
 	}
-	with, hostsWith, err := hostOccurrences(ix, classes, plan, 2)
+	ign := newIgnorer(snap, nil)
+	with, without := newMerger(snap, ign), newMerger(snap, ign)
+	hostsWith, err := hostOccurrences(ix, classes, plan, 2, with)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,12 +41,11 @@ func TestReuseFindsTheSame(t *testing.T) {
 	if taken == 0 {
 		t.Fatal("no answer taken")
 	}
-	without, hostsWithout, err := hostOccurrences(ix, classes, nil, 2)
+	hostsWithout, err := hostOccurrences(ix, classes, nil, 2, without)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ign := newIgnorer(snap, nil)
-	a, b := merge(snap, with, ign), merge(snap, without, ign)
+	a, b := with.findings(), without.findings()
 	if hostsWith != hostsWithout || !reflect.DeepEqual(a, b) {
 		t.Errorf("with the answers taken: %d findings over %d hosts; explained by every class: %d over %d", len(a), hostsWith, len(b), hostsWithout)
 		for i := range min(len(a), len(b)) {

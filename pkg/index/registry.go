@@ -864,6 +864,11 @@ func appendSidecarService(list []*Service, added map[string]int, s *Service) []*
 	if portsEqual(existing.Ports, s.Ports) || !canMergeServices(existing, s) {
 		return list
 	}
+	if !slices.ContainsFunc(s.Ports, func(p Port) bool { return !hasPortNumber(existing.Ports, p.Number) }) {
+		// s adds no port (a VirtualService destination naming some of the ports): the merge
+		// would be a copy of existing; keeping existing lets every scope share one service.
+		return list
+	}
 	merged := *existing
 	merged.Ports = slices.Clone(existing.Ports)
 	for _, p := range s.Ports {
@@ -880,6 +885,11 @@ func appendSidecarService(list []*Service, added map[string]int, s *Service) []*
 	}
 	list[i] = &merged
 	return list
+}
+
+// hasPortNumber reports whether ports has one numbered n.
+func hasPortNumber(ports []Port, n uint32) bool {
+	return slices.ContainsFunc(ports, func(p Port) bool { return p.Number == n })
 }
 
 // portsEqual is PortList.Equals (name, number, protocol).

@@ -322,7 +322,19 @@ func (ix *Index) scopeOf(p *Proxy) *sidecarScope {
 			return e.scope
 		}
 	}
-	sc := ix.buildScope(p)
+	// buildScope reads of the proxy only its namespace and the Sidecar that applies to it: a
+	// proxy with other labels that gets the same Sidecar shares the scope.
+	sidecar := ix.sidecarFor(p)
+	var sc *sidecarScope
+	for _, e := range ix.scopes[p.Namespace] {
+		if e.scope.sidecar == sidecar {
+			sc = e.scope
+			break
+		}
+	}
+	if sc == nil {
+		sc = ix.buildScope(p)
+	}
 	if ix.scopes == nil {
 		ix.scopes = map[string][]scopeEntry{}
 	}

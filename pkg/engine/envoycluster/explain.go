@@ -208,12 +208,25 @@ func (e *Explainer) Explain(q Query) (*explain.Result, error) {
 // against one subset ("": none). Outside the scope only the scope diagnostics are computed, and
 // port is not checked. slow turns fast paths off (tests only).
 func (e *Explainer) host(hostname string, port uint32, subset string, slow slowPaths) (*HostClusters, error) {
+	out, in, err := e.prepare(hostname, port, subset, slow)
+	if err != nil || in == nil {
+		return out, err
+	}
+	if out.Clusters, err = buildPorts(*in, port); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// prepare is host but the builds: the scope, the selection, the host and route diagnostics, and
+// the Input of the builds, nil when there is nothing to build.
+func (e *Explainer) prepare(hostname string, port uint32, subset string, slow slowPaths) (*HostClusters, *Input, error) {
 	ix, proxy := e.ix, e.proxy
 	out := &HostClusters{Host: hostname}
 	svc, scopeDiags, scope := ix.ServiceForProxy(proxy, hostname)
 	out.Diagnostics = append(out.Diagnostics, scopeDiags...)
 	if svc == nil {
-		return out, nil
+		return out, nil, nil
 	}
 	out.Service, out.Scope = svc, scope
 	sel := ix.DestinationRule(proxy, svc)
@@ -231,21 +244,21 @@ func (e *Explainer) host(hostname string, port uint32, subset string, slow slowP
 		full = scope.Full
 	}
 	if port != 0 && !hasPort(full.Ports, port) {
-		return nil, invalidPort(full, port)
+		return nil, nil, invalidPort(full, port)
 	}
 	if subset != "" && !hasSubset(sel.Rule, subset) {
-		return nil, invalidSubset(svc, sel.Rule, subset)
+		return nil, nil, invalidSubset(svc, sel.Rule, subset)
 	}
 	switch {
 	case svc.Resolution == index.Alias:
 		// ExternalName: no cluster (D28 comes from the index).
-		return out, nil
+		return out, nil, nil
 	case svc.Resolution == index.DynamicDNS && strings.HasPrefix(svc.Hostname, "*"):
 		out.Warnings = append(out.Warnings, fmt.Sprintf("%s is a DYNAMIC_DNS wildcard ServiceEntry: its dynamic forward proxy clusters are not reconstructed", svc.Hostname))
-		return out, nil
+		return out, nil, nil
 	}
 
-	in := Input{
+	in := &Input{
 		Mesh:           e.snap.MeshConfig,
 		Snapshot:       e.snap,
 		Proxy:          proxy,
@@ -263,14 +276,21 @@ func (e *Explainer) host(hostname string, port uint32, subset string, slow slowP
 		in.templates = &e.templates
 	}
 	out.snap, out.positions = e.snap, in.positions
+	return out, in, nil
+}
+
+// buildPorts builds the clusters of every port of in.Service (only port, when not 0): the
+// default cluster, then the subsets of in.Rule, port by port; nil when there are none.
+func buildPorts(in Input, port uint32) ([]Built, error) {
+	svc := in.Service
 	clusters := len(svc.Ports)
 	if port != 0 {
 		clusters = 1
 	}
-	if sel.Rule != nil && sel.Rule.Spec != nil {
-		clusters *= 1 + len(sel.Rule.Spec.Subsets)
+	if in.Rule != nil && in.Rule.Spec != nil {
+		clusters *= 1 + len(in.Rule.Spec.Subsets)
 	}
-	out.Clusters = make([]Built, 0, clusters)
+	out := make([]Built, 0, clusters)
 	for i, p := range svc.Ports {
 		if port != 0 && p.Number != port {
 			continue
@@ -284,12 +304,12 @@ func (e *Explainer) host(hostname string, port uint32, subset string, slow slowP
 		}
 		in.Port = p
 		var err error
-		if out.Clusters, err = appendClusters(out.Clusters, in); err != nil {
+		if out, err = appendClusters(out, in); err != nil {
 			return nil, err
 		}
 	}
-	if len(out.Clusters) == 0 {
-		out.Clusters = nil
+	if len(out) == 0 {
+		return nil, nil
 	}
 	return out, nil
 }

@@ -1,0 +1,72 @@
+package check
+
+import (
+	"reflect"
+	"testing"
+
+	gen "github.com/mesh-explain/kubectl-mesh-explain/internal/testkit/meshgen"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/envoycluster"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
+)
+
+// TestMergerTakesBatchesInAnyOrder merges the occurrences of every class of the generated bench
+// mesh, and of its workloads, in batch order and in reverse order, with some findings silenced
+// by --ignore and some by an annotation: the findings must be the same.
+func TestMergerTakesBatchesInAnyOrder(t *testing.T) {
+	sizes := gen.Scaled(0.01)
+	sizes.Namespaces = 10
+	snap, _, err := gen.LoadSnapshot(gen.Config{Seed: 3, Sizes: sizes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Silence D2 on one Service (an annotation on the subject of the answers), and D6 everywhere.
+	svc := snap.Services[0]
+	if svc.Annotations == nil {
+		svc.Annotations = map[string]string{}
+	}
+	svc.Annotations[IgnoreAnnotation] = "D2,D10"
+	ign := newIgnorer(snap, []string{"D6"})
+
+	ix := index.Build(snap)
+	classes := Classes(snap, Clients(snap, nil))
+	shared := envoycluster.NewSharedBuilds(ix)
+	var batches [][]occurrence
+	for _, c := range classes {
+		occ, _, err := classOccurrences(ix, shared, c, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		batches = append(batches, occ)
+	}
+	wl, _ := workloadOccurrences(snap, WorkloadEngines(snap, ""), nil)
+	batches = append(batches, wl)
+
+	inOrder, reversed := newMerger(snap, ign), newMerger(snap, ign)
+	for i, b := range batches {
+		inOrder.add(i, b)
+	}
+	for i := len(batches) - 1; i >= 0; i-- {
+		reversed.add(i, batches[i])
+	}
+	a, b := inOrder.findings(), reversed.findings()
+	ignored, live := 0, 0
+	for _, f := range a {
+		if f.Ignored != "" {
+			ignored++
+		} else {
+			live++
+		}
+	}
+	if ignored == 0 || live == 0 {
+		t.Fatalf("%d findings silenced, %d not: the comparison proves little", ignored, live)
+	}
+	if !reflect.DeepEqual(a, b) {
+		t.Errorf("in batch order: %d findings; in reverse order: %d", len(a), len(b))
+		for i := range min(len(a), len(b)) {
+			if !reflect.DeepEqual(a[i], b[i]) {
+				t.Errorf("first difference:\n%+v\n%+v", a[i], b[i])
+				break
+			}
+		}
+	}
+}
