@@ -73,39 +73,8 @@ func Sidecar(seed uint64) *Scenario {
 		})
 	}
 
-	providers := []any{}
-	if g.chance(0.6) {
-		s.Docs = append(s.Docs, map[string]any{
-			"apiVersion": "v1", "kind": "Service",
-			"metadata": meta("ext-authz", "foo"),
-			"spec": map[string]any{"selector": map[string]any{"app": "ext-authz"}, "ports": []any{
-				map[string]any{"name": "http", "port": 8000},
-				map[string]any{"name": "grpc", "port": 9000},
-			}},
-		})
-		if g.chance(0.8) {
-			http := map[string]any{"service": "ext-authz.foo.svc.cluster.local", "port": 8000}
-			if g.chance(0.5) {
-				http["includeRequestHeadersInCheck"] = []any{"x-ext-authz"}
-			}
-			if g.chance(0.3) {
-				http["failOpen"] = true
-			}
-			if g.chance(0.3) {
-				http["pathPrefix"] = "/check"
-			}
-			grpc := map[string]any{"service": "ext-authz.foo.svc.cluster.local", "port": 9000}
-			if g.chance(0.3) {
-				grpc["statusOnError"] = "403"
-			}
-			if g.chance(0.3) {
-				grpc["timeout"] = "0.5s"
-			}
-			providers = append(providers,
-				map[string]any{"name": "ext-authz-http", "envoyExtAuthzHttp": http},
-				map[string]any{"name": "ext-authz-grpc", "envoyExtAuthzGrpc": grpc})
-		}
-	}
+	extDocs, providers := genExtAuthz(g)
+	s.Docs = append(s.Docs, extDocs...)
 	if len(providers) > 0 || g.chance(0.25) {
 		var m strings.Builder
 		if len(providers) > 0 {
@@ -157,6 +126,47 @@ func Sidecar(seed uint64) *Scenario {
 	}
 	s.Command = "authz " + target
 	return s
+}
+
+// genExtAuthz returns, now and then, a Service ext-authz in foo (ports 8000 http, 9000 grpc)
+// and, mostly with it, the two MeshConfig extensionProviders ext-authz-http and ext-authz-grpc
+// pointing at it, with random options.
+func genExtAuthz(g *g) (docs []map[string]any, providers []any) {
+	providers = []any{}
+	if !g.chance(0.6) {
+		return nil, providers
+	}
+	docs = append(docs, map[string]any{
+		"apiVersion": "v1", "kind": "Service",
+		"metadata": meta("ext-authz", "foo"),
+		"spec": map[string]any{"selector": map[string]any{"app": "ext-authz"}, "ports": []any{
+			map[string]any{"name": "http", "port": 8000},
+			map[string]any{"name": "grpc", "port": 9000},
+		}},
+	})
+	if g.chance(0.8) {
+		http := map[string]any{"service": "ext-authz.foo.svc.cluster.local", "port": 8000}
+		if g.chance(0.5) {
+			http["includeRequestHeadersInCheck"] = []any{"x-ext-authz"}
+		}
+		if g.chance(0.3) {
+			http["failOpen"] = true
+		}
+		if g.chance(0.3) {
+			http["pathPrefix"] = "/check"
+		}
+		grpc := map[string]any{"service": "ext-authz.foo.svc.cluster.local", "port": 9000}
+		if g.chance(0.3) {
+			grpc["statusOnError"] = "403"
+		}
+		if g.chance(0.3) {
+			grpc["timeout"] = "0.5s"
+		}
+		providers = append(providers,
+			map[string]any{"name": "ext-authz-http", "envoyExtAuthzHttp": http},
+			map[string]any{"name": "ext-authz-grpc", "envoyExtAuthzGrpc": grpc})
+	}
+	return docs, providers
 }
 
 func sidecarPod(p map[string]any) map[string]any {
