@@ -22,7 +22,7 @@ import (
 
 var (
 	countGenerated = flag.Int("count-generated", 1000, "how many generated scenarios of each kind to compare")
-	generatedKinds = flag.String("kinds", "cluster,authz,sidecar", "the kinds of generated scenarios to run, comma-separated (cluster, authz, sidecar, waypoint)")
+	generatedKinds = flag.String("kinds", "cluster,authz,sidecar,waypoint", "the kinds of generated scenarios to run, comma-separated")
 	istioOnly      = flag.Bool("istio-only", false, "run only Istio on the generated scenarios (twice each, checking that its answers agree), not the engine")
 	firstSeed      = flag.Uint64("seed", 1, "seed of the first generated scenario (0: one derived from the clock, printed)")
 	keepDir        = flag.String("keep", "", "directory for the shrunk scenarios that differ (default: a new directory under $TMPDIR)")
@@ -30,13 +30,8 @@ var (
 	maxReported    = flag.Int("max-reported", 5, "how many differing generated scenarios of each kind to shrink and report in detail")
 )
 
-// engineKinds are the scenario kinds the project's CLI answers with an output to compare. The
-// waypoint scenarios (`authz waypoint/NAME -o envoy`) are compared with Istio by TestScenarios;
-// they join this list with the CLI's waypoint answer.
-var engineKinds = map[string]bool{"cluster": true, "authz": true, "sidecar": true}
-
 // outputFormat is the -o value of a scenario kind: ztunnel for ambient authz, envoy for
-// cluster and sidecar.
+// cluster, sidecar and waypoint.
 func outputFormat(kind string) string {
 	if kind == "authz" {
 		return "ztunnel"
@@ -79,9 +74,6 @@ func agreement(dir, kind string) (diffs []string, err error) {
 func TestEngineAgreesWithIstio(t *testing.T) {
 	t.Run("scenarios", func(t *testing.T) {
 		for _, sd := range listScenarios(t) {
-			if !engineKinds[sd.Kind] {
-				continue
-			}
 			t.Run(sd.ID(), func(t *testing.T) {
 				if reason, ok := excluded[sd.ID()]; ok {
 					t.Logf("excluded from conformance: %s", reason)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -90,4 +91,47 @@ func TestGeneratedWaypointsReachIstio(t *testing.T) {
 		}
 	}
 	t.Logf("scenarios per feature: %v", seen)
+}
+
+// TestUnprogrammedWaypointBindsNothing pins what istiod does with a waypoint Gateway that has
+// no status.addresses: the ambient index does not treat it as a waypoint yet
+// (gatewayToWaypointTransform in pilot/pkg/serviceregistry/ambient/waypoints.go), so no
+// service binds and its main_internal listener has only the direct chains. The want file of
+// that folder is istiod's answer once the Gateway is programmed (istiorun.Programmed), which
+// must bind the namespace's Services. When Istio starts binding to unprogrammed Gateways this
+// test fails, and the assumption can go.
+func TestUnprogrammedWaypointBindsNothing(t *testing.T) {
+	sc, err := istiorun.LoadScenario(filepath.Join("..", "testdata", "scenarios", "waypoint", "gateway-without-addresses"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func(sc *istiorun.Scenario) []string {
+		cs, err := istiorun.WaypointChains(sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, c := range cs {
+			out = append(out, c.Name)
+		}
+		return out
+	}
+	if got := names(sc); !slices.Equal(got, []string{"direct-tcp", "direct-http"}) {
+		t.Errorf("Istio on the Gateway without status.addresses: chains %q, want only direct-tcp and direct-http", got)
+	}
+	p, err := sc.Programmed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"inbound-vip|3306|tcp|ratings.app.svc.cluster.local", "inbound-vip|9080|http|reviews.app.svc.cluster.local", "direct-tcp", "direct-http"}
+	if got := names(p); !slices.Equal(got, want) {
+		t.Errorf("Istio on the programmed Gateway: chains %q, want %q", got, want)
+	}
+	if p == sc || len(p.Kube) != len(sc.Kube) {
+		t.Error("Programmed did not return a changed copy of the scenario")
+	}
+	again, err := p.Programmed()
+	if err != nil || again != p {
+		t.Errorf("Programmed on a Gateway with addresses changed the scenario (%v)", err)
+	}
 }

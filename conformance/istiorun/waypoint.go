@@ -14,12 +14,15 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"istio.io/api/label"
+	"istio.io/istio/pilot/pkg/config/kube/crdclient"
 	"istio.io/istio/pilot/pkg/features"
 	"istio.io/istio/pilot/pkg/model"
 	"istio.io/istio/pilot/pkg/networking/core"
 	"istio.io/istio/pilot/test/xds"
 	istiocluster "istio.io/istio/pkg/cluster"
+	"istio.io/istio/pkg/config"
 	"istio.io/istio/pkg/config/constants"
+	"istio.io/istio/pkg/config/schema/gvk"
 	"istio.io/istio/pkg/test"
 )
 
@@ -142,11 +145,55 @@ func (w *WaypointTarget) WaypointProxy() *model.Proxy {
 	}
 }
 
+// Programmed returns the scenario with the waypoint's Gateway as istiod has programmed it: when
+// the Gateway has no status.addresses (a waypoint not yet deployed, or read from files), they
+// are filled in as istiod's Gateway controller reports them for a waypoint class (both kinds,
+// pilot/pkg/config/kube/gateway/conversion.go reportGatewayStatus): the clusterIP of the
+// waypoint's Service (the Service with the Gateway's name), then its hostname. That is the
+// assumption the tool answers under for such a Gateway. A Gateway that has addresses is left
+// as it is; the scenario itself is not changed.
+func (sc *Scenario) Programmed() (*Scenario, error) {
+	wp, err := sc.Waypoint()
+	if err != nil {
+		return nil, err
+	}
+	if len(wp.Gateway.Status.Addresses) > 0 {
+		return sc, nil
+	}
+	gw := wp.Gateway.DeepCopy()
+	ipType, hostType := gatewayv1.IPAddressType, gatewayv1.HostnameAddressType
+	for _, o := range sc.Kube {
+		if s, ok := o.(*corev1.Service); ok && s.Namespace == gw.Namespace && s.Name == gw.Name && s.Spec.ClusterIP != "" && s.Spec.ClusterIP != corev1.ClusterIPNone {
+			gw.Status.Addresses = append(gw.Status.Addresses, gatewayv1.GatewayStatusAddress{Type: &ipType, Value: s.Spec.ClusterIP})
+		}
+	}
+	gw.Status.Addresses = append(gw.Status.Addresses, gatewayv1.GatewayStatusAddress{
+		Type: &hostType, Value: fmt.Sprintf("%s.%s.svc.%s", gw.Name, gw.Namespace, DomainSuffix),
+	})
+	out := *sc
+	out.Kube = make([]runtime.Object, len(sc.Kube))
+	for i, o := range sc.Kube {
+		if o == wp.Gateway {
+			o = gw
+		}
+		out.Kube[i] = o
+	}
+	out.Configs = make([]config.Config, len(sc.Configs))
+	for i, c := range sc.Configs {
+		if c.GroupVersionKind == gvk.KubernetesGateway && c.Namespace == gw.Namespace && c.Name == gw.Name {
+			c = crdclient.TranslateObject(gw, gvk.KubernetesGateway, DomainSuffix)
+		}
+		out.Configs[i] = c
+	}
+	return &out, nil
+}
+
 // WaypointChains runs istiod in process on the scenario in ambient mode, as Istio's
 // pilot/pkg/xds/waypoint_test.go setupWaypointTest does (every object given both as config and
 // as a Kubernetes object), builds the listeners of the waypoint the authz command names, and
 // returns the filter chains of its `main_internal` listener, reduced by AuthzChains without
-// transportSocket, in istiod's order.
+// transportSocket, in istiod's order. The scenario is run as it is: see Programmed for the
+// Gateway without status.addresses.
 func WaypointChains(sc *Scenario) ([]*listener.FilterChain, error) {
 	ConfigureLogging()
 	if sc.Args.Verb != "authz" {
@@ -228,9 +275,15 @@ func WaypointJSON(chains []*listener.FilterChain) ([]byte, error) {
 	return InboundJSON(chains)
 }
 
-// RunWaypoint runs a waypoint authz scenario and returns Istio's `-o envoy` output.
+// RunWaypoint runs a waypoint authz scenario and returns Istio's `-o envoy` output for the
+// waypoint as istiod has programmed it (Programmed): for a Gateway with status.addresses, the
+// scenario as it is.
 func RunWaypoint(sc *Scenario) ([]byte, error) {
-	cs, err := WaypointChains(sc)
+	p, err := sc.Programmed()
+	if err != nil {
+		return nil, err
+	}
+	cs, err := WaypointChains(p)
 	if err != nil {
 		return nil, err
 	}
