@@ -30,7 +30,7 @@ func (e *explanation) waypointSection() explain.Section {
 		{"addresses", addrs, "status.addresses"},
 		{"traffic type", e.wp.traffic, e.wp.trafficWhy},
 		{"namespaces allowed to bind", from, e.wp.fromWhy},
-		{"peer identity", "the client identity ztunnel passes in filter state (not a certificate of the connection)", "envoyrbac UseFilterState (authz.NewBuilder for a waypoint)"},
+		{"peer identity", "the client identity ztunnel passes in filter state (not a certificate of the connection)", "istiod: a waypoint's RBAC matches peers in filter state (authz.NewBuilder, useFilterState)"},
 	}}
 }
 
