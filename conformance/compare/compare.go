@@ -220,6 +220,12 @@ func firstLine(s string) string {
 // SidecarEnvoyJSON compares two `-o envoy` outputs of a sidecar pod (its virtualInbound filter
 // chains) as parsed JSON, after putting both in canonical form (CanonicalInbound).
 func SidecarEnvoyJSON(got, want []byte) ([]string, error) {
+	return canonicalDiff(got, want, CanonicalInbound)
+}
+
+// canonicalDiff parses two JSON outputs and returns the paths at which their canonical forms
+// differ.
+func canonicalDiff(got, want []byte, canonical func(any) any) ([]string, error) {
 	var g, w any
 	if err := json.Unmarshal(got, &g); err != nil {
 		return nil, fmt.Errorf("got: %v", err)
@@ -227,7 +233,7 @@ func SidecarEnvoyJSON(got, want []byte) ([]string, error) {
 	if err := json.Unmarshal(want, &w); err != nil {
 		return nil, fmt.Errorf("want: %v", err)
 	}
-	return Diff(CanonicalInbound(g), CanonicalInbound(w)), nil
+	return Diff(canonical(g), canonical(w)), nil
 }
 
 // CanonicalInbound returns the canonical form of a decoded sidecar `-o envoy` array:
@@ -304,14 +310,7 @@ func withoutEmptyFilters(chain map[string]any) map[string]any {
 // main_internal listener) as parsed JSON, after putting both in canonical form
 // (CanonicalWaypoint).
 func WaypointEnvoyJSON(got, want []byte) ([]string, error) {
-	var g, w any
-	if err := json.Unmarshal(got, &g); err != nil {
-		return nil, fmt.Errorf("got: %v", err)
-	}
-	if err := json.Unmarshal(want, &w); err != nil {
-		return nil, fmt.Errorf("want: %v", err)
-	}
-	return Diff(CanonicalWaypoint(g), CanonicalWaypoint(w)), nil
+	return canonicalDiff(got, want, CanonicalWaypoint)
 }
 
 // CanonicalWaypoint returns the canonical form of a decoded waypoint `-o envoy` array: an

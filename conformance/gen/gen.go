@@ -147,6 +147,15 @@ func meta(name, ns string, extra ...any) map[string]any {
 	return m
 }
 
+// meshConfigDoc is the ConfigMap istio-system/istio holding MeshConfig under the key mesh.
+func meshConfigDoc(mesh string) map[string]any {
+	return map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": meta("istio", "istio-system"),
+		"data":     map[string]any{"mesh": mesh},
+	}
+}
+
 func namespaceDoc(name string, labels map[string]any) map[string]any {
 	m := meta(name, "")
 	if len(labels) > 0 {

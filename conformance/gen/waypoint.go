@@ -42,6 +42,7 @@ func Waypoint(seed uint64) *Scenario {
 	s.Docs = append(s.Docs, genWaypointGateway(g)...)
 
 	// Services in foo on the pod's ports, some bound by their own label.
+	ports := []containerPort{{Name: "http", Port: 8080}, {Name: "tcp", Port: 9090}, {Name: "admin", Port: 7070}}
 	nSvc := g.between(1, 3)
 	ts := g.timestamps(nSvc + 1)
 	var services []string
@@ -54,7 +55,7 @@ func Waypoint(seed uint64) *Scenario {
 		}
 		s.Docs = append(s.Docs, map[string]any{
 			"apiVersion": "v1", "kind": "Service", "metadata": m,
-			"spec": map[string]any{"selector": map[string]any{"app": "a"}, "ports": genWaypointServicePorts(g)},
+			"spec": map[string]any{"selector": map[string]any{"app": "a"}, "ports": genServicePorts(g, ports)},
 		})
 	}
 	if g.chance(0.5) {
@@ -70,7 +71,7 @@ func Waypoint(seed uint64) *Scenario {
 		}
 		s.Docs = append(s.Docs, map[string]any{
 			"apiVersion": "v1", "kind": "Service", "metadata": m,
-			"spec": map[string]any{"selector": map[string]any{"app": "b"}, "ports": genWaypointServicePorts(g)},
+			"spec": map[string]any{"selector": map[string]any{"app": "b"}, "ports": genServicePorts(g, ports)},
 		})
 	}
 	hasSE := g.chance(0.4)
@@ -82,7 +83,6 @@ func Waypoint(seed uint64) *Scenario {
 	if g.chance(0.25) {
 		useWaypoint(aLabels)
 	}
-	ports := []containerPort{{Name: "http", Port: 8080}, {Name: "tcp", Port: 9090}, {Name: "admin", Port: 7070}}
 	s.Docs = append(s.Docs,
 		podDoc("a", "foo", "10.244.1.10", aLabels, ports, true, "a"),
 		podDoc("b", "bar", "10.244.2.10", map[string]any{"app": "b"}, ports, true, "b"))
@@ -97,11 +97,7 @@ func Waypoint(seed uint64) *Scenario {
 		if g.chance(0.3) {
 			m.WriteString("trustDomain: example.org\n")
 		}
-		s.Docs = append(s.Docs, map[string]any{
-			"apiVersion": "v1", "kind": "ConfigMap",
-			"metadata": meta("istio", "istio-system"),
-			"data":     map[string]any{"mesh": m.String()},
-		})
+		s.Docs = append(s.Docs, meshConfigDoc(m.String()))
 	}
 	if g.chance(0.3) {
 		s.Docs = append(s.Docs, genSidecarPeerAuthentications(g)...)
@@ -153,29 +149,6 @@ func genWaypointGateway(g *g) []map[string]any {
 		}
 	}
 	return []map[string]any{gw, svc, inst}
-}
-
-// genWaypointServicePorts returns one to three named ports on the pod's ports 8080, 9090 and
-// 7070, with random protocols (name prefix, appProtocol, detection), sometimes on another
-// Service port.
-func genWaypointServicePorts(g *g) []any {
-	var sp []any
-	for j, tp := range some(g, 1, 3, 8080, 9090, 7070) {
-		p := map[string]any{"port": pick(g, tp, tp, 80+j)}
-		name, appProto := randomPortProtocol(g)
-		p["name"] = fmt.Sprintf("%s%d", name, j)
-		if name == "" {
-			p["name"] = fmt.Sprintf("p%d", j)
-		}
-		if appProto != "" {
-			p["appProtocol"] = appProto
-		}
-		if p["port"] != tp {
-			p["targetPort"] = tp
-		}
-		sp = append(sp, p)
-	}
-	return sp
 }
 
 // genWaypointServiceEntry returns ServiceEntry foo/se0 for a.example.com, mostly bound to the
@@ -230,54 +203,23 @@ func genWaypointAuthorizationPolicies(g *g, services []string, hasSE bool) []map
 	var docs []map[string]any
 	for i := 0; i < n; i++ {
 		ns := pick(g, "foo", "foo", "foo", "foo", "istio-system", "bar")
-		m := meta(fmt.Sprintf("ap%d", i), ns)
-		spec := map[string]any{}
-		action := pick(g, "", "ALLOW", "ALLOW", "DENY", "DENY", "AUDIT", "CUSTOM", "CUSTOM")
-		if action != "" {
-			spec["action"] = action
-		}
-		if action == "CUSTOM" {
-			spec["provider"] = map[string]any{"name": pick(g, "ext-authz-http", "ext-authz-grpc", "ext-authz-grpc", "missing")}
-		}
-		switch pick(g, "targetRefs", "targetRefs", "targetRefs", "targetRefs", "targetRefs", "two", "selector", "none") {
-		case "targetRefs":
-			spec["targetRefs"] = []any{pick(g, refs...)}
-		case "two":
-			a, b := pick(g, refs...), pick(g, refs...)
-			if a["kind"] == b["kind"] && a["name"] == b["name"] {
-				spec["targetRefs"] = []any{a}
-			} else {
-				spec["targetRefs"] = []any{a, b}
+		docs = append(docs, genPolicy(g, fmt.Sprintf("ap%d", i), ns, func(spec map[string]any) {
+			switch pick(g, "targetRefs", "targetRefs", "targetRefs", "targetRefs", "targetRefs", "two", "selector", "none") {
+			case "targetRefs":
+				spec["targetRefs"] = []any{pick(g, refs...)}
+			case "two":
+				a, b := pick(g, refs...), pick(g, refs...)
+				if a["kind"] == b["kind"] && a["name"] == b["name"] {
+					spec["targetRefs"] = []any{a}
+				} else {
+					spec["targetRefs"] = []any{a, b}
+				}
+			case "selector":
+				spec["selector"] = map[string]any{"matchLabels": pick(g,
+					map[string]any{"app": "a"},
+					map[string]any{"gateway.networking.k8s.io/gateway-name": "waypoint"})}
 			}
-		case "selector":
-			spec["selector"] = map[string]any{"matchLabels": pick(g,
-				map[string]any{"app": "a"},
-				map[string]any{"gateway.networking.k8s.io/gateway-name": "waypoint"})}
-		}
-		// DENY and CUSTOM need rules; ALLOW and AUDIT without rules match nothing.
-		if action == "DENY" || action == "CUSTOM" || g.chance(0.85) {
-			var rules []any
-			lo := 0
-			if action == "DENY" || action == "CUSTOM" {
-				lo = 1
-			}
-			for j := 0; j < g.between(lo, 3); j++ {
-				rules = append(rules, genSidecarRule(g, action))
-			}
-			if rules == nil {
-				rules = []any{}
-			}
-			spec["rules"] = rules
-		}
-		// Istio's validation accepts istio.io/dry-run on ALLOW and DENY only.
-		if action != "AUDIT" && action != "CUSTOM" && g.chance(0.2) {
-			m["annotations"] = map[string]any{"istio.io/dry-run": pick(g, "true", "true", "false")}
-		}
-		docs = append(docs, map[string]any{
-			"apiVersion": "security.istio.io/v1", "kind": "AuthorizationPolicy",
-			"metadata": m,
-			"spec":     spec,
-		})
+		}))
 	}
 	return docs
 }
