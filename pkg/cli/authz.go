@@ -291,15 +291,23 @@ func parseWorkload(s string) (ztunnelauthz.WorkloadRef, error) {
 
 // ExplainAuthz explains each pod with the engine of its data plane: a pod with a sidecar (the
 // sidecar.istio.io/status annotation; istio-cni never captures such a pod) gets the sidecar
-// answer, every other pod the ztunnel answer (which says when a pod is not captured).
+// answer, every other pod the ztunnel answer (which says when a pod is not captured), with the
+// waypoints of its services when they use one.
 func ExplainAuthz(snap *model.Snapshot, q ztunnelauthz.Query) ([]*explain.Result, error) {
 	results, err := ztunnelauthz.Explain(snap, q)
 	if err != nil {
 		return nil, err
 	}
 	for i, r := range results {
-		if pod := resultPod(snap, r); pod != nil && sidecarauthz.HasSidecar(pod) {
+		pod := resultPod(snap, r)
+		switch {
+		case pod != nil && sidecarauthz.HasSidecar(pod):
 			results[i] = sidecarauthz.ExplainPod(snap, pod)
+		case pod != nil:
+			// The waypoints of the pod's services, after ztunnel's answer.
+			if s := waypointauthz.PodSection(snap, pod); s != nil {
+				r.Sections = append(r.Sections, *s)
+			}
 		}
 	}
 	return results, nil

@@ -89,8 +89,7 @@ func newWaypoint(gw *gatewayv1.Gateway) *waypoint {
 		}
 		w.fromWhy = fmt.Sprintf("spec.listeners[%d].allowedRoutes.namespaces.from", i)
 		if l.AllowedRoutes == nil || l.AllowedRoutes.Namespaces == nil {
-			w.fromWhy += " (unset: Same)"
-			break
+			break // Same (the API server writes that default; files may leave it out)
 		}
 		if f := l.AllowedRoutes.Namespaces.From; f != nil {
 			w.from = *f

@@ -173,3 +173,31 @@ func TestFind(t *testing.T) {
 		t.Errorf("err = %v, want an invalid query for another class", err)
 	}
 }
+
+// An ambient pod's answer gets the waypoint's chains for the services that select it.
+func TestPodSection(t *testing.T) {
+	dir := filepath.Join(testkit.RepoRoot(t), "testdata", "scenarios", "waypoint", "bind-namespace")
+	var files []string
+	for _, n := range []string{"namespaces.yaml", "policies.yaml", "waypoint.yaml", "workloads.yaml"} {
+		files = append(files, filepath.Join(dir, n))
+	}
+	snap, err := source.LoadFiles(files, "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range snap.Pods {
+		if p.Name != "reviews-v1" {
+			continue
+		}
+		s := PodSection(snap, p)
+		if s == nil || len(s.Rows) != 2 {
+			t.Fatalf("section = %+v, want the reviews chain and the pointer to authz waypoint/NAME", s)
+		}
+		if got := s.Rows[0]; got[0] != "Service reviews" || got[1] != "waypoint/waypoint -n app" ||
+			got[2] != "inbound-vip|9080|http|reviews.app.svc.cluster.local" || got[3] != "http.rbac (ALLOW)" {
+			t.Errorf("row = %q", got)
+		}
+		return
+	}
+	t.Fatal("no pod reviews-v1")
+}
