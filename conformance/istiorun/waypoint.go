@@ -90,28 +90,21 @@ func (sc *Scenario) Waypoint() (*WaypointTarget, error) {
 		return nil, fmt.Errorf("no Gateway %s/%s", ns, name)
 	}
 	gwLabel := label.IoK8sNetworkingGatewayGatewayName.Name
-	var pods, entries []string
+	var entry *networkingv1.WorkloadEntry
 	for _, o := range sc.Kube {
 		switch t := o.(type) {
 		case *corev1.Pod:
-			if t.Namespace == ns && t.Labels[gwLabel] == name && t.Status.PodIP != "" {
-				pods = append(pods, t.Name)
-				if w.IP == "" {
-					w.IP, w.Instance = t.Status.PodIP, "pod/"+t.Name
-				}
+			if w.IP == "" && t.Namespace == ns && t.Labels[gwLabel] == name && t.Status.PodIP != "" {
+				w.IP, w.Instance = t.Status.PodIP, "pod/"+t.Name
 			}
 		case *networkingv1.WorkloadEntry:
-			if t.Namespace == ns && (t.Labels[gwLabel] == name || t.Spec.GetLabels()[gwLabel] == name) && t.Spec.GetAddress() != "" {
-				entries = append(entries, t.Name)
+			if entry == nil && t.Namespace == ns && (t.Labels[gwLabel] == name || t.Spec.GetLabels()[gwLabel] == name) && t.Spec.GetAddress() != "" {
+				entry = t
 			}
 		}
 	}
-	if w.IP == "" {
-		for _, o := range sc.Kube {
-			if t, ok := o.(*networkingv1.WorkloadEntry); ok && len(entries) > 0 && t.Namespace == ns && t.Name == entries[0] {
-				w.IP, w.Instance = t.Spec.GetAddress(), "workloadentry/"+t.Name
-			}
-		}
+	if w.IP == "" && entry != nil {
+		w.IP, w.Instance = entry.Spec.GetAddress(), "workloadentry/"+entry.Name
 	}
 	if w.IP == "" {
 		return nil, fmt.Errorf("no instance of waypoint %s/%s: want a Pod with status.podIP or a WorkloadEntry with an address, labelled %s: %s",
