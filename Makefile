@@ -25,6 +25,7 @@ build:
 run-example: build
 	./$(BIN) cluster reviews -n bookinfo --from pod/productpage-v1 -f testdata/examples/bookinfo
 	./$(BIN) authz pod/a -n foo -f testdata/examples/ambient
+	./$(BIN) authz waypoint/waypoint -n bookinfo -f testdata/examples/waypoint
 
 test: verify unit e2e conformance
 

@@ -21,8 +21,8 @@ import (
 )
 
 var (
-	countGenerated = flag.Int("count-generated", 1000, "how many generated scenarios of each kind (cluster, authz, sidecar) to compare")
-	generatedKinds = flag.String("kinds", "cluster,authz,sidecar", "the kinds of generated scenarios to run, comma-separated")
+	countGenerated = flag.Int("count-generated", 1000, "how many generated scenarios of each kind to compare")
+	generatedKinds = flag.String("kinds", "cluster,authz,sidecar,waypoint", "the kinds of generated scenarios to run, comma-separated")
 	istioOnly      = flag.Bool("istio-only", false, "run only Istio on the generated scenarios (twice each, checking that its answers agree), not the engine")
 	firstSeed      = flag.Uint64("seed", 1, "seed of the first generated scenario (0: one derived from the clock, printed)")
 	keepDir        = flag.String("keep", "", "directory for the shrunk scenarios that differ (default: a new directory under $TMPDIR)")
@@ -31,7 +31,7 @@ var (
 )
 
 // outputFormat is the -o value of a scenario kind: ztunnel for ambient authz, envoy for
-// cluster and sidecar.
+// cluster, sidecar and waypoint.
 func outputFormat(kind string) string {
 	if kind == "authz" {
 		return "ztunnel"

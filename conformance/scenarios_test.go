@@ -37,7 +37,7 @@ var excluded = map[string]string{
 }
 
 type scenarioDir struct {
-	Kind string // cluster, authz or sidecar
+	Kind string // cluster, authz, sidecar or waypoint
 	Name string
 	Dir  string
 }
@@ -74,6 +74,8 @@ func compareOutput(kind string, got, want []byte) ([]string, error) {
 		return compare.ZtunnelYAML(got, want)
 	case "sidecar":
 		return compare.SidecarEnvoyJSON(got, want)
+	case "waypoint":
+		return compare.WaypointEnvoyJSON(got, want)
 	}
 	return compare.EnvoyJSON(got, want)
 }

@@ -261,7 +261,7 @@ func (c *cluster) tryApply(t *testing.T, objs []*unstructured.Unstructured) erro
 	return nil
 }
 
-// create creates one object. Pods get their status (podIP, phase) through the status
+// create creates one object. Pods (podIP, phase) and Gateways (addresses) get their status through the status
 // subresource, since a create ignores it.
 func (c *cluster) create(a *applied, o *unstructured.Unstructured) error {
 	ctx := context.Background()
@@ -297,7 +297,7 @@ func (c *cluster) create(a *applied, o *unstructured.Unstructured) error {
 		return err
 	}
 	a.created = append(a.created, o)
-	if hasStatus && o.GetKind() == "Pod" {
+	if hasStatus && (o.GetKind() == "Pod" || o.GetKind() == "Gateway") {
 		got.Object["status"] = status
 		if _, err := ri.UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
 			return fmt.Errorf("setting status: %w", err)

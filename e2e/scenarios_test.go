@@ -26,7 +26,7 @@ var liveExclusions = map[string]string{}
 // normaliseJSON.
 func TestScenariosLiveEqualsOffline(t *testing.T) {
 	var dirs []string
-	for _, kind := range []string{"cluster", "authz", "sidecar"} {
+	for _, kind := range []string{"cluster", "authz", "sidecar", "waypoint"} {
 		found, err := filepath.Glob(filepath.Join(env.root, "testdata", "scenarios", kind, "*", "args"))
 		if err != nil {
 			t.Fatal(err)

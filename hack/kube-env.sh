@@ -4,7 +4,8 @@
 #
 #   hack/kube-env.sh install       build (or reuse) kube-apiserver and etcd
 #   hack/kube-env.sh up DIR        start etcd + kube-apiserver on 127.0.0.1, free ports; state in DIR
-#   hack/kube-env.sh crds DIR      install the Istio CRDs from istio.io/api and wait until Established
+#   hack/kube-env.sh crds DIR      install the Istio CRDs from istio.io/api and the Gateway API
+#                                  Gateway and GatewayClass CRDs, and wait until Established
 #   hack/kube-env.sh down DIR      stop every process `up` started (by PID)
 #
 # DIR receives: admin.kubeconfig, tokens.csv, pids, logs, audit.log, env (ports).
@@ -199,8 +200,16 @@ crds() {
   apidir="$(cd /tmp && GOFLAGS=-mod=mod go mod download -json "istio.io/api@$ISTIO_API_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
   [[ -f "$apidir/kubernetes/customresourcedefinitions.gen.yaml" ]] || { log "istio.io/api@$ISTIO_API_VERSION has no CRD file"; return 1; }
   kubectl --kubeconfig "$dir/admin.kubeconfig" apply --server-side -f "$apidir/kubernetes/customresourcedefinitions.gen.yaml" >/dev/null
+  # The Gateway API Gateway and GatewayClass CRDs (waypoints), from the Go module the project
+  # builds with (go.sum pins it), never downloaded from elsewhere.
+  local gwdir
+  gwdir="$(cd "$(dirname "$0")/.." && go mod download -json sigs.k8s.io/gateway-api | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+  [[ -f "$gwdir/config/crd/standard/gateway.networking.k8s.io_gateways.yaml" ]] || { log "sigs.k8s.io/gateway-api has no Gateway CRD file"; return 1; }
+  kubectl --kubeconfig "$dir/admin.kubeconfig" apply --server-side \
+    -f "$gwdir/config/crd/standard/gateway.networking.k8s.io_gateways.yaml" \
+    -f "$gwdir/config/crd/standard/gateway.networking.k8s.io_gatewayclasses.yaml" >/dev/null
   kubectl --kubeconfig "$dir/admin.kubeconfig" wait --for condition=Established --timeout=60s crd --all >/dev/null
-  log "Istio CRDs established"
+  log "Istio and Gateway API CRDs established"
 }
 
 down() {

@@ -27,6 +27,7 @@ cp README.md README.md.new
 sample cluster-sample cluster ratings -n bookinfo --from pod/productpage-v1 -f bookinfo
 sample authz-sample authz pod/a -n foo -f ambient
 sample authz-sidecar-sample authz pod/productpage-v1 -n bookinfo -f sidecar
+sample authz-waypoint-sample authz waypoint/waypoint -n bookinfo -f waypoint
 sample check-sample check -f bookinfo
 sample check-sidecar-sample check -f sidecar
 if [[ "${1:-}" == "--check" ]]; then

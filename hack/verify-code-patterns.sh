@@ -33,7 +33,7 @@ report() {
   printf '%s\n' "$2" | sed 's/^/  /' >&2
 }
 
-out="$(git grep -nE '"[DAS][0-9]{1,2}"' -- '*.go' ':!*_test.go' ':!pkg/explain/diag/' || true)"
+out="$(git grep -nE '"[DASW][0-9]{1,2}"' -- '*.go' ':!*_test.go' ':!pkg/explain/diag/' || true)"
 if [[ -n "$out" ]]; then
   report 'Bare diagnostic ID literals: use the named constant of pkg/explain/diag (and add the ID to its catalogue and docs/diagnostics.md):' "$out"
   fail=1

@@ -20,7 +20,7 @@ check() { # package-pattern forbidden-regex reason
   fi
 }
 pure="^($mod/pkg/(cli|render|source)|github.com/spf13/cobra|github.com/charmbracelet/lipgloss|k8s.io/client-go/(kubernetes|rest|tools)|istio.io/client-go/pkg/clientset)"
-for p in engine/envoycluster engine/ztunnelauthz engine/envoyrbac engine/sidecarauthz check index model explain explain/diag provenance webhook; do
+for p in engine/envoycluster engine/ztunnelauthz engine/envoyrbac engine/sidecarauthz engine/waypointauthz check index model explain explain/diag provenance webhook; do
   [[ -d pkg/$p ]] && check "./pkg/$p" "$pure" "engines are pure: no CLI, rendering, loading or clients"
 done
 if [[ -d pkg/meshhost ]]; then

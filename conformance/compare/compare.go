@@ -220,6 +220,12 @@ func firstLine(s string) string {
 // SidecarEnvoyJSON compares two `-o envoy` outputs of a sidecar pod (its virtualInbound filter
 // chains) as parsed JSON, after putting both in canonical form (CanonicalInbound).
 func SidecarEnvoyJSON(got, want []byte) ([]string, error) {
+	return canonicalDiff(got, want, CanonicalInbound)
+}
+
+// canonicalDiff parses two JSON outputs and returns the paths at which their canonical forms
+// differ.
+func canonicalDiff(got, want []byte, canonical func(any) any) ([]string, error) {
 	var g, w any
 	if err := json.Unmarshal(got, &g); err != nil {
 		return nil, fmt.Errorf("got: %v", err)
@@ -227,7 +233,7 @@ func SidecarEnvoyJSON(got, want []byte) ([]string, error) {
 	if err := json.Unmarshal(want, &w); err != nil {
 		return nil, fmt.Errorf("want: %v", err)
 	}
-	return Diff(CanonicalInbound(g), CanonicalInbound(w)), nil
+	return Diff(canonical(g), canonical(w)), nil
 }
 
 // CanonicalInbound returns the canonical form of a decoded sidecar `-o envoy` array:
@@ -255,15 +261,8 @@ func CanonicalInbound(v any) any {
 		if !ok {
 			continue
 		}
-		if f, ok := m["filters"].([]any); ok && len(f) == 0 {
-			m2 := make(map[string]any, len(m))
-			for k, x := range m {
-				if k != "filters" {
-					m2[k] = x
-				}
-			}
-			out[i], m = m2, m2
-		}
+		m = withoutEmptyFilters(m)
+		out[i] = m
 		if _, ok := passthroughPort(m); ok {
 			idx = append(idx, i)
 			sub = append(sub, out[i])
@@ -289,4 +288,48 @@ func passthroughPort(chain map[string]any) (float64, bool) {
 	m, _ := chain["filterChainMatch"].(map[string]any)
 	p, ok := m["destinationPort"].(float64)
 	return p, ok
+}
+
+// withoutEmptyFilters returns a chain without its "filters" key when that list is empty (a
+// copy; the chain itself is not changed), else the chain.
+func withoutEmptyFilters(chain map[string]any) map[string]any {
+	f, ok := chain["filters"].([]any)
+	if !ok || len(f) > 0 {
+		return chain
+	}
+	out := make(map[string]any, len(chain))
+	for k, x := range chain {
+		if k != "filters" {
+			out[k] = x
+		}
+	}
+	return out
+}
+
+// WaypointEnvoyJSON compares two `-o envoy` outputs of a waypoint (the filter chains of its
+// main_internal listener) as parsed JSON, after putting both in canonical form
+// (CanonicalWaypoint).
+func WaypointEnvoyJSON(got, want []byte) ([]string, error) {
+	return canonicalDiff(got, want, CanonicalWaypoint)
+}
+
+// CanonicalWaypoint returns the canonical form of a decoded waypoint `-o envoy` array: an
+// empty "filters" list is the same as none. Every chain keeps istiod's position: istiod orders
+// a waypoint's services by creation time, then hostname (findWaypointResources in
+// pilot/pkg/networking/core/waypoint.go, model.SortServicesByCreationTime), so that order is
+// stable. Anything that is not such an array is returned as it is.
+func CanonicalWaypoint(v any) any {
+	chains, ok := v.([]any)
+	if !ok {
+		return v
+	}
+	out := make([]any, len(chains))
+	for i, c := range chains {
+		if m, ok := c.(map[string]any); ok {
+			out[i] = withoutEmptyFilters(m)
+		} else {
+			out[i] = c
+		}
+	}
+	return out
 }

@@ -47,11 +47,7 @@ func Authz(seed uint64) *Scenario {
 		s.Docs = append(s.Docs, genAuthorizationPolicies(g)...)
 	}
 	if g.chance(0.15) {
-		s.Docs = append(s.Docs, map[string]any{
-			"apiVersion": "v1", "kind": "ConfigMap",
-			"metadata": meta("istio", "istio-system"),
-			"data":     map[string]any{"mesh": "trustDomain: " + pick(g, "example.org", "cluster.local") + "\n"},
-		})
+		s.Docs = append(s.Docs, meshConfigDoc("trustDomain: "+pick(g, "example.org", "cluster.local")+"\n"))
 	}
 	s.Command = "authz " + target
 	return s

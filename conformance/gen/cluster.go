@@ -616,11 +616,7 @@ func genMeshConfig(g *g, w *clusterWorld) map[string]any {
 	if len(lines) == 0 {
 		lines = append(lines, "connectTimeout: 3s")
 	}
-	return map[string]any{
-		"apiVersion": "v1", "kind": "ConfigMap",
-		"metadata": meta("istio", "istio-system"),
-		"data":     map[string]any{"mesh": strings.Join(lines, "\n") + "\n"},
-	}
+	return meshConfigDoc(strings.Join(lines, "\n") + "\n")
 }
 
 // exportTo returns a valid exportTo: "*" alone, or namespaces and ".".

@@ -1,5 +1,6 @@
 // Package gen generates random, seeded scenario folders (inputs and an args line) for the
-// cluster and authz commands (authz on ambient and on sidecar workloads), and shrinks a scenario while a property still holds.
+// cluster and authz commands (authz on ambient and on sidecar workloads, and on ambient
+// waypoints), and shrinks a scenario while a property still holds.
 //
 // The generator aims at valid configuration: every scenario is meant to be checked with
 // Istio's validation by the caller, which drops the invalid ones.
@@ -20,7 +21,7 @@ import (
 // Scenario is one generated scenario: its documents and its command line.
 type Scenario struct {
 	Seed    uint64
-	Kind    string // "cluster", "authz" or "sidecar"
+	Kind    string // "cluster", "authz", "sidecar" or "waypoint"
 	Title   string
 	Command string
 	Docs    []map[string]any
@@ -146,6 +147,15 @@ func meta(name, ns string, extra ...any) map[string]any {
 	return m
 }
 
+// meshConfigDoc is the ConfigMap istio-system/istio holding MeshConfig under the key mesh.
+func meshConfigDoc(mesh string) map[string]any {
+	return map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": meta("istio", "istio-system"),
+		"data":     map[string]any{"mesh": mesh},
+	}
+}
+
 func namespaceDoc(name string, labels map[string]any) map[string]any {
 	m := meta(name, "")
 	if len(labels) > 0 {
@@ -196,6 +206,8 @@ func Generate(kind string, seed uint64) *Scenario {
 		return Authz(seed)
 	case "sidecar":
 		return Sidecar(seed)
+	case "waypoint":
+		return Waypoint(seed)
 	}
 	return Cluster(seed)
 }

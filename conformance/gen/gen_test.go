@@ -7,7 +7,7 @@ import (
 )
 
 func TestGenerateIsDeterministic(t *testing.T) {
-	for _, kind := range []string{"cluster", "authz", "sidecar"} {
+	for _, kind := range []string{"cluster", "authz", "sidecar", "waypoint"} {
 		for seed := uint64(1); seed < 50; seed++ {
 			a, _ := Generate(kind, seed).YAML()
 			b, _ := Generate(kind, seed).YAML()
@@ -15,7 +15,7 @@ func TestGenerateIsDeterministic(t *testing.T) {
 				t.Fatalf("%s seed %d: two generations differ", kind, seed)
 			}
 			verb := kind
-			if kind == "sidecar" {
+			if kind == "sidecar" || kind == "waypoint" {
 				verb = "authz"
 			}
 			if c := Generate(kind, seed).Command; !strings.HasPrefix(c, verb+" ") {
@@ -94,6 +94,64 @@ func TestClusterScenariosHoldEveryKind(t *testing.T) {
 		"resolution NONE", "ServiceEntry selecting WorkloadEntries"} {
 		if seen[want] == 0 {
 			t.Errorf("no %s in 200 cluster scenarios (seen: %v)", want, seen)
+		}
+	}
+}
+
+// TestWaypointCoversEveryAttachment checks that the waypoint generator, over 300 seeds, binds
+// at namespace, Service, ServiceEntry, pod and cross-namespace level, leaves a Gateway without
+// status.addresses, attaches policies by every targetRef kind (GatewayClass from the root
+// namespace and from elsewhere), by selector and by nothing, and uses every action.
+func TestWaypointCoversEveryAttachment(t *testing.T) {
+	seen := map[string]bool{}
+	for seed := uint64(1); seed <= 300; seed++ {
+		for _, d := range Generate("waypoint", seed).Docs {
+			kind, _ := d["kind"].(string)
+			m, _ := d["metadata"].(map[string]any)
+			labels, _ := m["labels"].(map[string]any)
+			ns, _ := m["namespace"].(string)
+			spec, _ := d["spec"].(map[string]any)
+			if labels["istio.io/use-waypoint"] == "waypoint" {
+				seen["bind:"+kind] = true
+				if labels["istio.io/use-waypoint-namespace"] != nil {
+					seen["bind-namespace:"+kind] = true
+				}
+			}
+			switch kind {
+			case "Gateway":
+				if d["status"] == nil {
+					seen["gateway-without-addresses"] = true
+				}
+			case "AuthorizationPolicy":
+				action, _ := spec["action"].(string)
+				seen["action:"+action] = true
+				refs, _ := spec["targetRefs"].([]any)
+				for _, r := range refs {
+					k := r.(map[string]any)["kind"].(string)
+					if k == "GatewayClass" {
+						k += "@" + ns
+					}
+					seen["targetRef:"+k] = true
+				}
+				switch {
+				case spec["selector"] != nil:
+					seen["selector"] = true
+				case refs == nil:
+					seen["namespace-wide"] = true
+				}
+			}
+		}
+	}
+	for _, want := range []string{
+		"bind:Namespace", "bind:Service", "bind:ServiceEntry", "bind:Pod", "bind-namespace:Service", "bind-namespace:Namespace",
+		"gateway-without-addresses",
+		"action:", "action:ALLOW", "action:DENY", "action:AUDIT", "action:CUSTOM",
+		"targetRef:Gateway", "targetRef:Service", "targetRef:ServiceEntry",
+		"targetRef:GatewayClass@istio-system", "targetRef:GatewayClass@foo",
+		"selector", "namespace-wide",
+	} {
+		if !seen[want] {
+			t.Errorf("300 waypoint scenarios never have %s", want)
 		}
 	}
 }

@@ -41,31 +41,7 @@ func Sidecar(seed uint64) *Scenario {
 		if target == "pod/c -n bar" {
 			ns = "bar"
 		}
-		var sp []any
-		for j, tp := range some(g, 1, 3, 8080, 9090, 7070) {
-			p := map[string]any{"port": pick(g, tp, tp, 80+j, 443+j)}
-			name, appProto := randomPortProtocol(g)
-			// Every port is named (a Service with several ports needs names); a name without a
-			// protocol prefix leaves the protocol to appProtocol or to detection.
-			p["name"] = fmt.Sprintf("%s%d", name, j)
-			if name == "" {
-				p["name"] = fmt.Sprintf("p%d", j)
-			}
-			if appProto != "" {
-				p["appProtocol"] = appProto
-			}
-			if p["port"] != tp {
-				p["targetPort"] = tp
-			} else if g.chance(0.2) {
-				// A named target port resolves through the pod's container ports.
-				for _, cp := range ports {
-					if cp.Port == tp {
-						p["targetPort"] = cp.Name
-					}
-				}
-			}
-			sp = append(sp, p)
-		}
+		sp := genServicePorts(g, ports)
 		s.Docs = append(s.Docs, map[string]any{
 			"apiVersion": "v1", "kind": "Service",
 			"metadata": meta(fmt.Sprintf("svc%d", i), ns, "creationTimestamp", ts[i]),
@@ -73,39 +49,8 @@ func Sidecar(seed uint64) *Scenario {
 		})
 	}
 
-	providers := []any{}
-	if g.chance(0.6) {
-		s.Docs = append(s.Docs, map[string]any{
-			"apiVersion": "v1", "kind": "Service",
-			"metadata": meta("ext-authz", "foo"),
-			"spec": map[string]any{"selector": map[string]any{"app": "ext-authz"}, "ports": []any{
-				map[string]any{"name": "http", "port": 8000},
-				map[string]any{"name": "grpc", "port": 9000},
-			}},
-		})
-		if g.chance(0.8) {
-			http := map[string]any{"service": "ext-authz.foo.svc.cluster.local", "port": 8000}
-			if g.chance(0.5) {
-				http["includeRequestHeadersInCheck"] = []any{"x-ext-authz"}
-			}
-			if g.chance(0.3) {
-				http["failOpen"] = true
-			}
-			if g.chance(0.3) {
-				http["pathPrefix"] = "/check"
-			}
-			grpc := map[string]any{"service": "ext-authz.foo.svc.cluster.local", "port": 9000}
-			if g.chance(0.3) {
-				grpc["statusOnError"] = "403"
-			}
-			if g.chance(0.3) {
-				grpc["timeout"] = "0.5s"
-			}
-			providers = append(providers,
-				map[string]any{"name": "ext-authz-http", "envoyExtAuthzHttp": http},
-				map[string]any{"name": "ext-authz-grpc", "envoyExtAuthzGrpc": grpc})
-		}
-	}
+	extDocs, providers := genExtAuthz(g)
+	s.Docs = append(s.Docs, extDocs...)
 	if len(providers) > 0 || g.chance(0.25) {
 		var m strings.Builder
 		if len(providers) > 0 {
@@ -124,11 +69,7 @@ func Sidecar(seed uint64) *Scenario {
 				m.WriteString("trustDomainAliases: [old.example.org]\n")
 			}
 		}
-		s.Docs = append(s.Docs, map[string]any{
-			"apiVersion": "v1", "kind": "ConfigMap",
-			"metadata": meta("istio", "istio-system"),
-			"data":     map[string]any{"mesh": m.String()},
-		})
+		s.Docs = append(s.Docs, meshConfigDoc(m.String()))
 	}
 
 	if g.chance(0.85) {
@@ -157,6 +98,79 @@ func Sidecar(seed uint64) *Scenario {
 	}
 	s.Command = "authz " + target
 	return s
+}
+
+// genExtAuthz returns, now and then, a Service ext-authz in foo (ports 8000 http, 9000 grpc)
+// and, mostly with it, the two MeshConfig extensionProviders ext-authz-http and ext-authz-grpc
+// pointing at it, with random options.
+func genExtAuthz(g *g) (docs []map[string]any, providers []any) {
+	providers = []any{}
+	if !g.chance(0.6) {
+		return nil, providers
+	}
+	docs = append(docs, map[string]any{
+		"apiVersion": "v1", "kind": "Service",
+		"metadata": meta("ext-authz", "foo"),
+		"spec": map[string]any{"selector": map[string]any{"app": "ext-authz"}, "ports": []any{
+			map[string]any{"name": "http", "port": 8000},
+			map[string]any{"name": "grpc", "port": 9000},
+		}},
+	})
+	if g.chance(0.8) {
+		http := map[string]any{"service": "ext-authz.foo.svc.cluster.local", "port": 8000}
+		if g.chance(0.5) {
+			http["includeRequestHeadersInCheck"] = []any{"x-ext-authz"}
+		}
+		if g.chance(0.3) {
+			http["failOpen"] = true
+		}
+		if g.chance(0.3) {
+			http["pathPrefix"] = "/check"
+		}
+		grpc := map[string]any{"service": "ext-authz.foo.svc.cluster.local", "port": 9000}
+		if g.chance(0.3) {
+			grpc["statusOnError"] = "403"
+		}
+		if g.chance(0.3) {
+			grpc["timeout"] = "0.5s"
+		}
+		providers = append(providers,
+			map[string]any{"name": "ext-authz-http", "envoyExtAuthzHttp": http},
+			map[string]any{"name": "ext-authz-grpc", "envoyExtAuthzGrpc": grpc})
+	}
+	return docs, providers
+}
+
+// genServicePorts returns one to three Service ports on the target ports 8080, 9090 and 7070,
+// with random protocols (name prefix, appProtocol, detection), sometimes on another Service port,
+// sometimes with the target port given by the name of the pod's container port (podPorts).
+func genServicePorts(g *g, podPorts []containerPort) []any {
+	var sp []any
+	for j, tp := range some(g, 1, 3, 8080, 9090, 7070) {
+		p := map[string]any{"port": pick(g, tp, tp, 80+j, 443+j)}
+		name, appProto := randomPortProtocol(g)
+		// Every port is named (a Service with several ports needs names); a name without a
+		// protocol prefix leaves the protocol to appProtocol or to detection.
+		p["name"] = fmt.Sprintf("%s%d", name, j)
+		if name == "" {
+			p["name"] = fmt.Sprintf("p%d", j)
+		}
+		if appProto != "" {
+			p["appProtocol"] = appProto
+		}
+		if p["port"] != tp {
+			p["targetPort"] = tp
+		} else if g.chance(0.2) {
+			// A named target port resolves through the pod's container ports.
+			for _, cp := range podPorts {
+				if cp.Port == tp {
+					p["targetPort"] = cp.Name
+				}
+			}
+		}
+		sp = append(sp, p)
+	}
+	return sp
 }
 
 func sidecarPod(p map[string]any) map[string]any {
@@ -242,55 +256,65 @@ func genSidecarAuthorizationPolicies(g *g) []map[string]any {
 	var docs []map[string]any
 	for i := 0; i < n; i++ {
 		ns := pick(g, "foo", "foo", "foo", "istio-system", "bar")
-		m := meta(fmt.Sprintf("ap%d", i), ns)
-		spec := map[string]any{}
-		action := pick(g, "", "ALLOW", "ALLOW", "DENY", "DENY", "AUDIT", "CUSTOM", "CUSTOM")
-		if action != "" {
-			spec["action"] = action
-		}
-		if action == "CUSTOM" {
-			spec["provider"] = map[string]any{"name": pick(g, "ext-authz-http", "ext-authz-grpc", "ext-authz-grpc", "missing")}
-		}
-		switch pick(g, "none", "app-a", "app-a", "app-a", "version", "app-b", "empty", "targetRef") {
-		case "app-a":
-			spec["selector"] = map[string]any{"matchLabels": map[string]any{"app": "a"}}
-		case "version":
-			spec["selector"] = map[string]any{"matchLabels": map[string]any{"version": "v1"}}
-		case "app-b":
-			spec["selector"] = map[string]any{"matchLabels": map[string]any{"app": "b"}}
-		case "empty":
-			spec["selector"] = map[string]any{}
-		case "targetRef":
-			spec["targetRefs"] = []any{pick(g,
-				map[string]any{"kind": "Gateway", "group": "gateway.networking.k8s.io", "name": "waypoint"},
-				map[string]any{"kind": "Service", "group": "", "name": "svc0"})}
-		}
-		// DENY and CUSTOM need rules; ALLOW and AUDIT without rules match nothing.
-		if action == "DENY" || action == "CUSTOM" || g.chance(0.85) {
-			var rules []any
-			lo := 0
-			if action == "DENY" || action == "CUSTOM" {
-				lo = 1
+		docs = append(docs, genPolicy(g, fmt.Sprintf("ap%d", i), ns, func(spec map[string]any) {
+			switch pick(g, "none", "app-a", "app-a", "app-a", "version", "app-b", "empty", "targetRef") {
+			case "app-a":
+				spec["selector"] = map[string]any{"matchLabels": map[string]any{"app": "a"}}
+			case "version":
+				spec["selector"] = map[string]any{"matchLabels": map[string]any{"version": "v1"}}
+			case "app-b":
+				spec["selector"] = map[string]any{"matchLabels": map[string]any{"app": "b"}}
+			case "empty":
+				spec["selector"] = map[string]any{}
+			case "targetRef":
+				spec["targetRefs"] = []any{pick(g,
+					map[string]any{"kind": "Gateway", "group": "gateway.networking.k8s.io", "name": "waypoint"},
+					map[string]any{"kind": "Service", "group": "", "name": "svc0"})}
 			}
-			for j := 0; j < g.between(lo, 3); j++ {
-				rules = append(rules, genSidecarRule(g, action))
-			}
-			if rules == nil {
-				rules = []any{}
-			}
-			spec["rules"] = rules
-		}
-		// Istio's validation accepts istio.io/dry-run on ALLOW and DENY only.
-		if action != "AUDIT" && action != "CUSTOM" && g.chance(0.2) {
-			m["annotations"] = map[string]any{"istio.io/dry-run": pick(g, "true", "true", "false")}
-		}
-		docs = append(docs, map[string]any{
-			"apiVersion": "security.istio.io/v1", "kind": "AuthorizationPolicy",
-			"metadata": m,
-			"spec":     spec,
-		})
+		}))
 	}
 	return docs
+}
+
+// genPolicy returns the AuthorizationPolicy ns/name with a random action (CUSTOM with one of
+// the providers ext-authz-http, ext-authz-grpc or a missing one), attached by attach (which
+// sets the selector or targetRefs of its spec), with zero to three of genSidecarRule's rules
+// (one at least for DENY and CUSTOM), and sometimes istio.io/dry-run on ALLOW and DENY.
+func genPolicy(g *g, name, ns string, attach func(spec map[string]any)) map[string]any {
+	m := meta(name, ns)
+	spec := map[string]any{}
+	action := pick(g, "", "ALLOW", "ALLOW", "DENY", "DENY", "AUDIT", "CUSTOM", "CUSTOM")
+	if action != "" {
+		spec["action"] = action
+	}
+	if action == "CUSTOM" {
+		spec["provider"] = map[string]any{"name": pick(g, "ext-authz-http", "ext-authz-grpc", "ext-authz-grpc", "missing")}
+	}
+	attach(spec)
+	// DENY and CUSTOM need rules; ALLOW and AUDIT without rules match nothing.
+	if action == "DENY" || action == "CUSTOM" || g.chance(0.85) {
+		var rules []any
+		lo := 0
+		if action == "DENY" || action == "CUSTOM" {
+			lo = 1
+		}
+		for j := 0; j < g.between(lo, 3); j++ {
+			rules = append(rules, genSidecarRule(g, action))
+		}
+		if rules == nil {
+			rules = []any{}
+		}
+		spec["rules"] = rules
+	}
+	// Istio's validation accepts istio.io/dry-run on ALLOW and DENY only.
+	if action != "AUDIT" && action != "CUSTOM" && g.chance(0.2) {
+		m["annotations"] = map[string]any{"istio.io/dry-run": pick(g, "true", "true", "false")}
+	}
+	return map[string]any{
+		"apiVersion": "security.istio.io/v1", "kind": "AuthorizationPolicy",
+		"metadata": m,
+		"spec":     spec,
+	}
 }
 
 var (

@@ -249,8 +249,9 @@ func Run(sc *Scenario) (out []byte, wantFile string, err error) {
 
 // Kinds are the scenario kinds, each a folder of testdata/scenarios: cluster (CDS), authz (an
 // ambient workload: ztunnel's Authorizations) and sidecar (an authz command on a sidecar pod:
-// its virtualInbound listener).
-var Kinds = []string{"cluster", "authz", "sidecar"}
+// its virtualInbound listener) and waypoint (`authz waypoint/NAME`: the main_internal listener
+// of an ambient waypoint).
+var Kinds = []string{"cluster", "authz", "sidecar", "waypoint"}
 
 // KindOf returns the kind of a scenario folder: the name of its parent folder when that is a
 // kind, else "".
@@ -274,7 +275,7 @@ func WantFile(kind string) string {
 
 // RunKind runs a scenario as a kind and returns Istio's output and the want file name.
 func RunKind(sc *Scenario, kind string) (out []byte, wantFile string, err error) {
-	want := map[string]string{"cluster": "cluster", "authz": "authz", "sidecar": "authz"}[kind]
+	want := map[string]string{"cluster": "cluster", "authz": "authz", "sidecar": "authz", "waypoint": "authz"}[kind]
 	if want == "" {
 		return nil, "", fmt.Errorf("unknown scenario kind %q", kind)
 	}
@@ -288,6 +289,8 @@ func RunKind(sc *Scenario, kind string) (out []byte, wantFile string, err error)
 		out, err = RunZtunnel(sc)
 	case "sidecar":
 		out, err = RunInbound(sc)
+	case "waypoint":
+		out, err = RunWaypoint(sc)
 	}
 	return out, WantFile(kind), err
 }

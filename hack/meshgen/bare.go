@@ -67,6 +67,7 @@ var bareKinds = []bareKind{
 	{"PeerAuthentication", "/apis/security.istio.io/v1", "peerauthentications", false, acceptJSON},
 	{"RequestAuthentication", "/apis/security.istio.io/v1", "requestauthentications", false, acceptJSON},
 	{"AuthorizationPolicy", "/apis/security.istio.io/v1", "authorizationpolicies", false, acceptJSON},
+	{"Gateway", "/apis/gateway.networking.k8s.io/v1", "gateways", false, acceptJSON},
 }
 
 // pluginArgs is the part of a plugin command line that decides its reads.

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/sidecarauthz"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/waypointauthz"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/ztunnelauthz"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
@@ -38,17 +39,22 @@ type AuthzOptions struct {
 	// (ExplainAuthz: ztunnel or sidecar, per pod).
 	Load    LoadFunc
 	Explain func(*model.Snapshot, ztunnelauthz.Query) ([]*explain.Result, error)
+	// ExplainWaypoint is the engine of waypoint/NAME (waypointauthz.Explain).
+	ExplainWaypoint func(*model.Snapshot, waypointauthz.Query) (*explain.Result, error)
 
 	query   ztunnelauthz.Query
 	plan    *plan.Authz
 	printer render.Printer
+	// waypoint is the query of waypoint/NAME, wplan its reads.
+	waypoint *waypointauthz.Query
+	wplan    *plan.Waypoint
 }
 
 // NewCmdAuthz returns the `authz` command. runF replaces Run in tests (nil: Run).
 func NewCmdAuthz(common *CommonOptions, runF func(context.Context, *AuthzOptions) error) *cobra.Command {
 	o := &AuthzOptions{CommonOptions: common, Output: render.FormatTable}
 	cmd := &cobra.Command{
-		Use:   "authz (pod/NAME | deployment/NAME | -l SELECTOR)",
+		Use:   "authz (pod/NAME | deployment/NAME | waypoint/NAME | -l SELECTOR)",
 		Short: "Show who gets into a workload (ztunnel or sidecar), and where every rule comes from",
 		Long: longDesc(`
 			Show what decides who gets into a workload, and where every rule comes from. The
@@ -64,6 +70,14 @@ func NewCmdAuthz(common *CommonOptions, runF func(context.Context, *AuthzOptions
 			  the AuthorizationPolicies, every permission and principal traced to its field;
 			- a pod with neither is not captured by ztunnel, and the answer says so.
 
+			waypoint/NAME explains an ambient waypoint (a Gateway of class istio-waypoint in -n):
+			which Services, ServiceEntries and workloads it serves and why (the
+			istio.io/use-waypoint labels), and the filter chains of its main_internal listener
+			with their RBAC and ext_authz filters, every permission and principal traced to the
+			AuthorizationPolicy field and the targetRef that attached it. A Gateway without
+			status.addresses is answered as it will be once istiod has programmed it, and the
+			answer says so.
+
 			The workload is a pod, the pods of a deployment, or the pods a label selector matches,
 			in the -n namespace. With several pods, json and yaml print a List.
 
@@ -75,7 +89,7 @@ func NewCmdAuthz(common *CommonOptions, runF func(context.Context, *AuthzOptions
 			(the explanation document, docs/output.md), ztunnel for an ambient pod (the
 			Authorizations as istiod sends them, in their proto JSON spelling as YAML), envoy for a
 			sidecar pod (the virtualInbound filter chains with their authorization filters, in
-			protojson, in istiod's order).`),
+			protojson, in istiod's order) or a waypoint (its main_internal filter chains).`),
 		Example: examples(`
 			# The authorization of one pod
 			kubectl mesh-explain authz pod/productpage-v1-6b746f74dc-2r8hz -n bookinfo
@@ -87,10 +101,13 @@ func NewCmdAuthz(common *CommonOptions, runF func(context.Context, *AuthzOptions
 			kubectl mesh-explain authz -l app=ratings -n bookinfo -f manifests/ -R -o ztunnel
 
 			# A sidecar pod, offline, as the inbound filter chains its sidecar receives
-			kubectl mesh-explain authz pod/productpage-v1 -n bookinfo -f manifests/ -R -o envoy`),
+			kubectl mesh-explain authz pod/productpage-v1 -n bookinfo -f manifests/ -R -o envoy
+
+			# What a waypoint serves and enforces
+			kubectl mesh-explain authz waypoint/waypoint -n bookinfo`),
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
-				return usageErrorf(cmd, "authz takes one pod/NAME or deployment/NAME, got %d arguments", len(args))
+				return usageErrorf(cmd, "authz takes one pod/NAME, deployment/NAME or waypoint/NAME, got %d arguments", len(args))
 			}
 			return nil
 		},
@@ -98,7 +115,7 @@ func NewCmdAuthz(common *CommonOptions, runF func(context.Context, *AuthzOptions
 			if len(args) > 0 {
 				return nil, cobra.ShellCompDirectiveNoFileComp
 			}
-			return []string{"pod/", "deployment/"}, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+			return []string{"pod/", "deployment/", "waypoint/"}, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(cmd, args); err != nil {
@@ -129,6 +146,9 @@ func (o *AuthzOptions) Complete(cmd *cobra.Command, args []string) error {
 	if o.Explain == nil {
 		o.Explain = ExplainAuthz
 	}
+	if o.ExplainWaypoint == nil {
+		o.ExplainWaypoint = waypointauthz.Explain
+	}
 	switch {
 	case len(args) == 1 && o.Selector != "":
 		return usageErrorf(cmd, "give either %s or -l, not both", args[0])
@@ -140,7 +160,13 @@ func (o *AuthzOptions) Complete(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	o.query = ztunnelauthz.Query{Namespace: ns, Revision: o.Revision}
-	if len(args) == 1 {
+	if len(args) == 1 && isWaypointArg(args[0]) {
+		name := args[0][strings.Index(args[0], "/")+1:]
+		if name == "" || strings.Contains(name, "/") {
+			return usageErrorf(cmd, "invalid waypoint %q: want waypoint/NAME", args[0])
+		}
+		o.waypoint = &waypointauthz.Query{Namespace: ns, Name: name}
+	} else if len(args) == 1 {
 		w, err := parseWorkload(args[0])
 		if err != nil {
 			return usageErrorf(cmd, "invalid workload %q: %v", args[0], err)
@@ -163,6 +189,13 @@ func (o *AuthzOptions) Complete(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
+	if o.waypoint != nil {
+		if o.Output == FormatZtunnel {
+			return usageErrorf(cmd, "-o ztunnel shows what ztunnel gets: use -o envoy for the filter chains of waypoint/%s", o.waypoint.Name)
+		}
+		o.wplan = plan.NewWaypoint(ns, o.waypoint.Name, o.sourceSpec(ns), firstNonEmpty(root, o.IstioNamespace), root != "")
+		return nil
+	}
 	q := plan.AuthzQuery{Namespace: ns, Kind: o.query.Workload.Kind, Name: o.query.Workload.Name, Selector: o.query.Selector}
 	o.plan = plan.NewAuthz(q, o.sourceSpec(ns), firstNonEmpty(root, o.IstioNamespace), root != "")
 	return nil
@@ -175,6 +208,9 @@ func (o *AuthzOptions) Validate(cmd *cobra.Command) error {
 
 // Run plans the reads, loads the snapshot, explains the workload(s) and prints the results.
 func (o *AuthzOptions) Run(ctx context.Context) error {
+	if o.waypoint != nil {
+		return o.runWaypoint(ctx)
+	}
 	snap, results, err := o.plan.Answer(ctx, o.loader(o.Load), func(snap *model.Snapshot) ([]*explain.Result, error) {
 		return o.Explain(snap, o.query)
 	})
@@ -206,6 +242,38 @@ func (o *AuthzOptions) Run(ctx context.Context) error {
 	return o.incomplete(gaps)
 }
 
+// isWaypointArg reports whether the argument is waypoint/NAME (or waypoints/NAME).
+func isWaypointArg(s string) bool {
+	kind, _, ok := strings.Cut(s, "/")
+	k := strings.ToLower(kind)
+	return ok && (k == "waypoint" || k == "waypoints")
+}
+
+// runWaypoint answers `authz waypoint/NAME`: the waypoint's reads, its explanation, printed.
+func (o *AuthzOptions) runWaypoint(ctx context.Context) error {
+	snap, err := o.wplan.Load(ctx, o.loader(o.Load))
+	printed := reportIssues(o.ErrOut, snap)
+	if err != nil {
+		return err
+	}
+	if why, ok := snap.Incomplete[source.KindAuthorizationPolicy]; ok {
+		return fmt.Errorf("cannot explain waypoint %s/%s: AuthorizationPolicies could not be read (%s)", o.waypoint.Namespace, o.waypoint.Name, why)
+	}
+	res, err := o.ExplainWaypoint(snap, *o.waypoint)
+	if err != nil {
+		return notFoundUnread(err, snap)
+	}
+	gaps := unread(snap)
+	gaps.mark(res)
+	if o.Output == render.FormatEnvoy || kubectlFormat(o.Output) {
+		reportWarnings(o.ErrOut, res.Warnings, printed)
+	}
+	if err := o.printer.Print(o.Out, res); err != nil {
+		return err
+	}
+	return o.incomplete(gaps)
+}
+
 // parseWorkload parses pod/NAME or deployment/NAME (kubectl's short forms allowed).
 func parseWorkload(s string) (ztunnelauthz.WorkloadRef, error) {
 	kind, name, ok := strings.Cut(s, "/")
@@ -223,15 +291,23 @@ func parseWorkload(s string) (ztunnelauthz.WorkloadRef, error) {
 
 // ExplainAuthz explains each pod with the engine of its data plane: a pod with a sidecar (the
 // sidecar.istio.io/status annotation; istio-cni never captures such a pod) gets the sidecar
-// answer, every other pod the ztunnel answer (which says when a pod is not captured).
+// answer, every other pod the ztunnel answer (which says when a pod is not captured), with the
+// waypoints of its services when they use one.
 func ExplainAuthz(snap *model.Snapshot, q ztunnelauthz.Query) ([]*explain.Result, error) {
 	results, err := ztunnelauthz.Explain(snap, q)
 	if err != nil {
 		return nil, err
 	}
 	for i, r := range results {
-		if pod := resultPod(snap, r); pod != nil && sidecarauthz.HasSidecar(pod) {
+		pod := resultPod(snap, r)
+		switch {
+		case pod != nil && sidecarauthz.HasSidecar(pod):
 			results[i] = sidecarauthz.ExplainPod(snap, pod)
+		case pod != nil:
+			// The waypoints of the pod's services, after ztunnel's answer.
+			if s := waypointauthz.PodSection(snap, pod); s != nil {
+				r.Sections = append(r.Sections, *s)
+			}
 		}
 	}
 	return results, nil

@@ -39,22 +39,27 @@ func TestOutputGoldens(t *testing.T) {
 }
 
 // TestSidecarOutputGoldens pins the table and yaml output of the sidecar answer for two
-// scenario folders: a DENY rule widened on TCP chains, and port-level mTLS.
+// scenario folders: a DENY rule widened on TCP chains, and port-level mTLS; and of the waypoint
+// answer for three: a Service targetRef, ignored selector policies, a Gateway without addresses.
 func TestSidecarOutputGoldens(t *testing.T) {
 	t.Chdir(repoRoot(t))
 	t.Setenv("COLUMNS", "")
 	for _, dir := range []string{
 		"testdata/scenarios/sidecar/rbac-deny-http-fields-on-tcp",
 		"testdata/scenarios/sidecar/mtls-workload-port-level",
+		"testdata/scenarios/waypoint/targetref-service",
+		"testdata/scenarios/waypoint/selector-and-namespace-wide-ignored",
+		"testdata/scenarios/waypoint/gateway-without-addresses",
 	} {
+		kind := filepath.Base(filepath.Dir(dir))
 		for _, format := range []string{"table", "yaml"} {
-			t.Run(filepath.Base(dir)+"/"+format, func(t *testing.T) {
+			t.Run(kind+"/"+filepath.Base(dir)+"/"+format, func(t *testing.T) {
 				args := append(scenarioArgs(t, dir), "-f", dir, "-o", format, "--color", "never")
 				r := runMain(t, "", args...)
 				if r.code != ExitOK {
 					t.Fatalf("kubectl mesh-explain %s\n%s", strings.Join(args, " "), r)
 				}
-				golden.Assert(t, []byte(r.stdout), filepath.Join("testdata", "golden", "cli", "sidecar", filepath.Base(dir)+"."+format+".golden"))
+				golden.Assert(t, []byte(r.stdout), filepath.Join("testdata", "golden", "cli", kind, filepath.Base(dir)+"."+format+".golden"))
 			})
 		}
 	}
@@ -199,6 +204,7 @@ func TestRunExampleLeadsWithDiagnostics(t *testing.T) {
 	for _, args := range [][]string{
 		{"cluster", "reviews", "-n", "bookinfo", "--from", "pod/productpage-v1", "-f", "testdata/examples/bookinfo"},
 		{"authz", "pod/a", "-n", "foo", "-f", "testdata/examples/ambient"},
+		{"authz", "waypoint/waypoint", "-n", "bookinfo", "-f", "testdata/examples/waypoint"},
 	} {
 		r := runMain(t, "", append(args, "--color", "never")...)
 		if r.code != ExitOK {

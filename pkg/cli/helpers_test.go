@@ -10,6 +10,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/envoycluster"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/waypointauthz"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/ztunnelauthz"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
@@ -89,6 +90,22 @@ func (f *fakes) explainAuthz(_ *model.Snapshot, q ztunnelauthz.Query) ([]*explai
 	return f.authzResults, f.authzErr
 }
 
+// explainWaypoint answers waypoint/NAME with the first authz result, as a waypoint.
+func (f *fakes) explainWaypoint(_ *model.Snapshot, q waypointauthz.Query) (*explain.Result, error) {
+	f.authzQueries = append(f.authzQueries, ztunnelauthz.Query{Namespace: q.Namespace})
+	if f.authzErr != nil {
+		return nil, f.authzErr
+	}
+	res := &explain.Result{APIVersion: explain.APIVersion, Kind: explain.KindAuthzExplanation,
+		Subject: explain.Subject{Kind: "Waypoint", Namespace: q.Namespace, Workload: "waypoint/" + q.Name}}
+	if len(f.authzResults) > 0 {
+		r := *f.authzResults[0]
+		r.Subject = res.Subject
+		res = &r
+	}
+	return res, nil
+}
+
 func (f *fakes) root(streams genericiooptions.IOStreams) *cobra.Command {
 	o := NewCommonOptions(streams)
 	o.Getenv = func(string) string { return "" }
@@ -99,7 +116,7 @@ func (f *fakes) root(streams genericiooptions.IOStreams) *cobra.Command {
 			return co.Run(ctx)
 		},
 		func(ctx context.Context, ao *AuthzOptions) error {
-			ao.Load, ao.Explain = f.load, f.explainAuthz
+			ao.Load, ao.Explain, ao.ExplainWaypoint = f.load, f.explainAuthz, f.explainWaypoint
 			return ao.Run(ctx)
 		},
 		func(ctx context.Context, co *CheckOptions) error {

@@ -33,7 +33,7 @@ func TestUsageErrors(t *testing.T) {
 			`error: unknown output format "xml" (allowed formats: table, wide, json, yaml, envoy, name, jsonpath=..., jsonpath-file=..., go-template=..., go-template-file=...)`, "kubectl mesh-explain cluster HOST[:PORT] [flags]"},
 		{"authz lists its formats", []string{"authz", "pod/a", "-o", "xml"},
 			`error: unknown output format "xml" (allowed formats: table, wide, json, yaml, ztunnel, envoy, name, jsonpath=..., jsonpath-file=..., go-template=..., go-template-file=...)`,
-			"kubectl mesh-explain authz (pod/NAME | deployment/NAME | -l SELECTOR) [flags]"},
+			"kubectl mesh-explain authz (pod/NAME | deployment/NAME | waypoint/NAME | -l SELECTOR) [flags]"},
 		{"cluster does not print ztunnel", []string{"cluster", "reviews", "-o", "ztunnel"},
 			`error: unknown output format "ztunnel" (allowed formats: table, wide, json, yaml, envoy, name, jsonpath=..., jsonpath-file=..., go-template=..., go-template-file=...)`, "kubectl mesh-explain cluster HOST[:PORT] [flags]"},
 		{"unknown flag", []string{"cluster", "reviews", "--bogus"},
@@ -55,14 +55,14 @@ func TestUsageErrors(t *testing.T) {
 		{"--overlay without -f", []string{"cluster", "reviews", "--overlay"},
 			"error: --overlay needs objects to overlay (-f FILE)", "kubectl mesh-explain cluster HOST[:PORT] [flags]"},
 		{"authz without workload", []string{"authz"},
-			"error: name the workload: pod/NAME, deployment/NAME or -l SELECTOR", "kubectl mesh-explain authz (pod/NAME | deployment/NAME | -l SELECTOR) [flags]"},
+			"error: name the workload: pod/NAME, deployment/NAME or -l SELECTOR", "kubectl mesh-explain authz (pod/NAME | deployment/NAME | waypoint/NAME | -l SELECTOR) [flags]"},
 		{"authz with workload and selector", []string{"authz", "pod/a", "-l", "app=a"},
-			"error: give either pod/a or -l, not both", "kubectl mesh-explain authz (pod/NAME | deployment/NAME | -l SELECTOR) [flags]"},
+			"error: give either pod/a or -l, not both", "kubectl mesh-explain authz (pod/NAME | deployment/NAME | waypoint/NAME | -l SELECTOR) [flags]"},
 		{"authz with a bad kind", []string{"authz", "service/a"},
 			`error: invalid workload "service/a": unknown kind "service" (want pod/NAME or deployment/NAME)`,
-			"kubectl mesh-explain authz (pod/NAME | deployment/NAME | -l SELECTOR) [flags]"},
+			"kubectl mesh-explain authz (pod/NAME | deployment/NAME | waypoint/NAME | -l SELECTOR) [flags]"},
 		{"authz with a bad selector", []string{"authz", "-l", "app==="},
-			`error: invalid selector "app===": `, "kubectl mesh-explain authz (pod/NAME | deployment/NAME | -l SELECTOR) [flags]"},
+			`error: invalid selector "app===": `, "kubectl mesh-explain authz (pod/NAME | deployment/NAME | waypoint/NAME | -l SELECTOR) [flags]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -265,14 +265,14 @@ func TestAuthzReadPlan(t *testing.T) {
 			name: "pod: its namespace and the root namespace, the pod by name",
 			args: []string{"authz", "pod/a", "-n", "foo"},
 			want: []map[string]string{{"Namespace": "foo,istio-system", "Pod": "foo:a", "PeerAuthentication": "foo,istio-system",
-				"AuthorizationPolicy": "foo,istio-system", "RequestAuthentication": "foo,istio-system", "Service": "foo"}},
+				"AuthorizationPolicy": "foo,istio-system", "RequestAuthentication": "foo,istio-system", "Service": "foo", "Gateway": "foo"}},
 			wantQuery: ztunnelauthz.Query{Namespace: "foo", Workload: ztunnelauthz.WorkloadRef{Kind: "pod", Name: "a"}},
 		},
 		{
 			name: "deployment: deployments are read too",
 			args: []string{"authz", "deploy/web", "-n", "foo"},
 			want: []map[string]string{{"Namespace": "foo,istio-system", "Pod": "foo", "PeerAuthentication": "foo,istio-system",
-				"AuthorizationPolicy": "foo,istio-system", "RequestAuthentication": "foo,istio-system", "Service": "foo", "Deployment": "foo"}},
+				"AuthorizationPolicy": "foo,istio-system", "RequestAuthentication": "foo,istio-system", "Service": "foo", "Gateway": "foo", "Deployment": "foo"}},
 			wantQuery: ztunnelauthz.Query{Namespace: "foo", Workload: ztunnelauthz.WorkloadRef{Kind: "deployment", Name: "web"}},
 		},
 		{
@@ -281,9 +281,9 @@ func TestAuthzReadPlan(t *testing.T) {
 			snaps: []*model.Snapshot{meshWithRoot("mesh-root")},
 			want: []map[string]string{
 				{"Namespace": "foo,istio-system", "Pod": "foo", "PeerAuthentication": "foo,istio-system",
-					"AuthorizationPolicy": "foo,istio-system", "RequestAuthentication": "foo,istio-system", "Service": "foo"},
+					"AuthorizationPolicy": "foo,istio-system", "RequestAuthentication": "foo,istio-system", "Service": "foo", "Gateway": "foo"},
 				{"Namespace": "foo,mesh-root", "Pod": "foo", "PeerAuthentication": "foo,mesh-root",
-					"AuthorizationPolicy": "foo,mesh-root", "RequestAuthentication": "foo,mesh-root", "Service": "foo"},
+					"AuthorizationPolicy": "foo,mesh-root", "RequestAuthentication": "foo,mesh-root", "Service": "foo", "Gateway": "foo"},
 			},
 			wantQuery: ztunnelauthz.Query{Namespace: "foo", Selector: "app=a"},
 		},

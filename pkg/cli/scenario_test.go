@@ -31,9 +31,10 @@ func TestScenarios(t *testing.T) {
 		{"cluster", "envoy", "want.envoy.json"},
 		{"authz", FormatZtunnel, "want.ztunnel.yaml"},
 		{"sidecar", "envoy", "want.envoy.json"},
+		{"waypoint", "envoy", "want.envoy.json"},
 	} {
 		dirs := scenarioDirs(t, kind.dir)
-		if len(dirs) == 0 && kind.dir != "sidecar" {
+		if len(dirs) == 0 && kind.dir != "sidecar" && kind.dir != "waypoint" {
 			t.Errorf("no scenarios under testdata/scenarios/%s", kind.dir)
 		}
 		for _, dir := range dirs {

@@ -134,6 +134,9 @@ type Result struct {
 	Diagnostics []Diagnostic `json:"diagnostics"`
 	// Warnings are things that could not be read or inferred (forbidden lists, bad objects).
 	Warnings []string `json:"warnings,omitempty"`
+	// Assumptions are what the answer takes for granted that the input does not say (a
+	// waypoint Gateway without status.addresses answered as once istiod has programmed it).
+	Assumptions []string `json:"assumptions,omitempty"`
 	// Incomplete names what the answer needed and could not read: kinds (DestinationRules)
 	// whose read was denied, failed or timed out, and objects skipped as malformed; Warnings say
 	// why. Empty when the answer is whole.

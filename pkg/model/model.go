@@ -17,6 +17,7 @@ import (
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
@@ -141,6 +142,9 @@ type Snapshot struct {
 	// RequestAuthentications are read for sidecar pods (`authz`): a request principal exists
 	// only where one selects the workload.
 	RequestAuthentications []*securityv1.RequestAuthentication
+	// Gateways are Gateway API Gateways (gateway.networking.k8s.io), read for waypoints (class
+	// istio-waypoint): `authz waypoint/NAME` and the waypoints of ambient pods.
+	Gateways []*gatewayv1.Gateway
 	// Deployments are read so that `deployment/NAME` can be resolved to the pods its selector
 	// matches.
 	Deployments []*appsv1.Deployment
@@ -227,6 +231,7 @@ func (s *Snapshot) Sort() {
 	sortByNsName(s.PeerAuthentications, func(o *securityv1.PeerAuthentication) (string, string) { return o.Namespace, o.Name })
 	sortByNsName(s.AuthorizationPolicies, func(o *securityv1.AuthorizationPolicy) (string, string) { return o.Namespace, o.Name })
 	sortByNsName(s.RequestAuthentications, func(o *securityv1.RequestAuthentication) (string, string) { return o.Namespace, o.Name })
+	sortByNsName(s.Gateways, func(o *gatewayv1.Gateway) (string, string) { return o.Namespace, o.Name })
 	sortByNsName(s.Deployments, func(o *appsv1.Deployment) (string, string) { return o.Namespace, o.Name })
 	sortByNsName(s.Nodes, func(o *corev1.Node) (string, string) { return "", o.Name })
 }

@@ -27,8 +27,10 @@ type AuthzQuery struct {
 // Namespace objects (ambient enrolment, by get), the pod of pod/NAME (by get) or the pods (and
 // deployments) of the namespace, the PeerAuthentications and AuthorizationPolicies of the
 // namespace and the root namespace, the RequestAuthentications of both (request principals on
-// a sidecar), and the Services of the namespace (waypoint and
-// service-targeted policies, a sidecar's ports) and of the namespaces of ext_authz providers.
+// a sidecar), the Services of the namespace (waypoint and
+// service-targeted policies, a sidecar's ports) and of the namespaces of ext_authz providers,
+// and the Gateways of the namespace and of the namespaces whose waypoints its Services use (with
+// their AuthorizationPolicies).
 type Authz struct {
 	q         AuthzQuery
 	base      source.Spec
@@ -40,6 +42,9 @@ type Authz struct {
 	// providers are the namespaces of MeshConfig's ext_authz provider services, whose
 	// Services are read too (a sidecar's CUSTOM policies name their clusters).
 	providers []string
+	// waypointNs are other namespaces whose waypoints the namespace's Services use
+	// (istio.io/use-waypoint-namespace): their Gateways and AuthorizationPolicies are read too.
+	waypointNs []string
 }
 
 // NewAuthz plans the reads of q. base is the Spec of the command's flags, without Reads; root
@@ -62,6 +67,10 @@ func (a *Authz) Reads() []source.Read {
 		{Kind: source.KindAuthorizationPolicy, Namespaces: namespaces(ns, root)},
 		{Kind: source.KindRequestAuthentication, Namespaces: namespaces(ns, root)},
 		{Kind: source.KindService, Namespaces: namespaces(append([]string{ns}, a.providers...)...)},
+		{Kind: source.KindGateway, Namespaces: namespaces(append([]string{ns}, a.waypointNs...)...)},
+	}
+	if len(a.waypointNs) > 0 {
+		reads[3].Namespaces = namespaces(append([]string{ns, root}, a.waypointNs...)...)
 	}
 	if a.q.Kind == "deployment" {
 		reads = append(reads, source.Read{Kind: source.KindDeployment, Namespaces: namespaces(ns)})
@@ -98,10 +107,39 @@ func (a *Authz) Load(ctx context.Context, load Loader) (*model.Snapshot, error) 
 				a.providers, again = append(a.providers, pns), true
 			}
 		}
+		for _, wns := range waypointNamespaces(snap, a.q.Namespace) {
+			if !slices.Contains(a.waypointNs, wns) {
+				a.waypointNs, again = append(a.waypointNs, wns), true
+			}
+		}
 		if !again {
 			return snap, nil
 		}
 	}
+}
+
+// waypointNamespaces are the namespaces other than ns named by istio.io/use-waypoint-namespace
+// on ns's Namespace object or its Services (where their waypoints live), sorted.
+func waypointNamespaces(snap *model.Snapshot, ns string) []string {
+	var out []string
+	add := func(l map[string]string) {
+		if _, ok := l[labelUseWaypoint]; !ok {
+			return
+		}
+		if w, ok := l[labelUseWaypointNS]; ok && w != ns && !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+	}
+	if n := snap.Namespace(ns); n != nil {
+		add(n.Labels)
+	}
+	for _, s := range snap.Services {
+		if s.Namespace == ns {
+			add(s.Labels)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // providerNamespaces are the namespaces named by the services of MeshConfig's ext_authz

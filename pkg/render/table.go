@@ -77,6 +77,13 @@ func (p *tablePrinter) result(th Theme, r *explain.Result) []func() string {
 		jobs = append(jobs, block(incompleteBanner(th, p.opts.width(), r.Incomplete)))
 	}
 	jobs = append(jobs, block(renderLines(th.Title, wrapCell(Safe(subjectLine(r.Subject)), p.opts.width()))))
+	if len(r.Assumptions) > 0 {
+		lines := []string{th.Heading.Render("ASSUMING")}
+		for _, msg := range r.Assumptions {
+			lines = append(lines, renderLines(th.Warning, wrapCell("assumption: "+Safe(msg), p.opts.width())))
+		}
+		jobs = append(jobs, block(strings.Join(lines, "\n")))
+	}
 	// What is wrong comes first, then how the answer was reached and what was generated.
 	if len(r.Diagnostics) > 0 {
 		jobs = append(jobs, func() string {

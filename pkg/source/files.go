@@ -701,7 +701,8 @@ func (l *loader) loadDocument(d document, js []byte, inherit *header) {
 	}
 	ki := kindByGroupKind(gv.Group, h.Kind)
 	if ki == nil {
-		if k := kindByName(h.Kind); k != nil && ownGroup(gv.Group) {
+		// Istio's own networking Gateway shares the Gateway API kind's name: not a misspelling.
+		if k := kindByName(h.Kind); k != nil && ownGroup(gv.Group) && !(h.Kind == KindGateway && gv.Group == groupNetworking) {
 			l.issue(model.LoadIssue{
 				Severity: "error", Position: d.at("apiVersion"), Field: "apiVersion",
 				Message: fmt.Sprintf("no matches for kind %q in version %q (%s is %s)", h.Kind, h.APIVersion, h.Kind, k.apiVersion()),

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 )
@@ -36,11 +37,14 @@ const (
 	KindAuthorizationPolicy = "AuthorizationPolicy"
 	// KindRequestAuthentication is read for sidecar pods: which workloads validate JWTs.
 	KindRequestAuthentication = "RequestAuthentication"
-	kindConfigMap             = "ConfigMap"
-	groupNetworking           = "networking.istio.io"
-	groupSecurity             = "security.istio.io"
-	groupApps                 = "apps"
-	groupCore                 = ""
+	// KindGateway is the Gateway API Gateway, read for waypoints.
+	KindGateway     = "Gateway"
+	groupGateway    = "gateway.networking.k8s.io"
+	kindConfigMap   = "ConfigMap"
+	groupNetworking = "networking.istio.io"
+	groupSecurity   = "security.istio.io"
+	groupApps       = "apps"
+	groupCore       = ""
 )
 
 // Kinds returns every kind Load can read, in a stable order.
@@ -327,6 +331,11 @@ var kindTable = []*kindInfo{
 			return ptrItems(l.Items), l.Continue, nil
 		},
 	},
+	{
+		kind: KindGateway, group: groupGateway, versions: []string{"v1", "v1beta1"}, resource: "gateways",
+		decode: decodeKube[gatewayv1.Gateway],
+		list:   listGateways,
+	},
 }
 
 // kindByName returns the table entry for kind, or nil.
@@ -402,5 +411,7 @@ func addToSnapshot(snap *model.Snapshot, o object) {
 		snap.AuthorizationPolicies = append(snap.AuthorizationPolicies, o)
 	case *securityv1.RequestAuthentication:
 		snap.RequestAuthentications = append(snap.RequestAuthentications, o)
+	case *gatewayv1.Gateway:
+		snap.Gateways = append(snap.Gateways, o)
 	}
 }

@@ -1,8 +1,9 @@
 // Command istio-output prints what Istio's own control-plane code produces for scenario
 // folders: the `-o envoy` clusters of a cluster scenario, the `-o ztunnel` Authorizations of
-// an authz scenario, the `-o envoy` inbound filter chains of a sidecar scenario. The kind is
-// the name of the folder's parent (cluster, authz, sidecar), else -kind, else the command's
-// verb. With -w it writes the folder's want file instead.
+// an authz scenario, the `-o envoy` inbound filter chains of a sidecar scenario, the `-o envoy`
+// main_internal filter chains of a waypoint scenario. The kind is the name of the folder's
+// parent (cluster, authz, sidecar, waypoint), else -kind, else the command's verb. With -w it
+// writes the folder's want file instead.
 //
 //	go run ./cmd/istio-output [-w] [-kind sidecar] DIR...
 package main
@@ -18,7 +19,7 @@ import (
 
 func main() {
 	write := flag.Bool("w", false, "write want.envoy.json / want.ztunnel.yaml into each folder")
-	kindFlag := flag.String("kind", "", "scenario kind (cluster, authz, sidecar) for folders whose parent does not name one")
+	kindFlag := flag.String("kind", "", "scenario kind (cluster, authz, sidecar, waypoint) for folders whose parent does not name one")
 	flag.Parse()
 	rc := 0
 	for _, dir := range flag.Args() {

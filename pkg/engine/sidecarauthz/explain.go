@@ -2,7 +2,6 @@ package sidecarauthz
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/envoyrbac"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
@@ -140,36 +140,10 @@ func (e *explanation) meshOrigin(field, note string) provenance.Origin {
 	return o
 }
 
-// lookupCluster is model.LookupCluster over the Kubernetes Services read: `NS/HOST` or a
-// hostname found in exactly one namespace.
+// lookupCluster is index.LookupCluster over the snapshot.
 func (e *explanation) lookupCluster(service string, port int) (string, string, error) {
-	suffix := ".svc." + cmp.Or(e.domainSuffix(), "cluster.local")
-	hosts := map[string][]string{}
-	for _, s := range e.snap.Services {
-		h := s.Name + "." + s.Namespace + suffix
-		hosts[h] = append(hosts[h], s.Namespace)
-	}
-	for _, se := range e.snap.ServiceEntries {
-		for _, h := range se.Spec.GetHosts() {
-			if !slices.Contains(hosts[h], se.Namespace) {
-				hosts[h] = append(hosts[h], se.Namespace)
-			}
-		}
-	}
-	cluster := func(h string) string { return "outbound|" + strconv.Itoa(port) + "||" + h }
-	if ns, h, ok := strings.Cut(service, "/"); ok {
-		if slices.Contains(hosts[h], ns) {
-			return h, cluster(h), nil
-		}
-	} else if nss := hosts[service]; len(nss) == 1 {
-		return service, cluster(service), nil
-	} else if len(nss) > 1 {
-		return "", "", fmt.Errorf("found %s in multiple namespaces %v, specify the namespace explicitly in the format of <Namespace>/<Hostname>", service, nss)
-	}
-	return "", "", fmt.Errorf("could not find service %s in Istio service registry", service)
+	return index.LookupCluster(e.snap, service, port)
 }
-
-func (e *explanation) domainSuffix() string { return "" }
 
 // selectPolicies is ListAuthorizationPolicies for a sidecar: the policies of the root namespace
 // and the pod's namespace, oldest first, whose selector is absent or matches the pod's labels.

@@ -88,6 +88,18 @@ const (
 	SidecarRejectedByValidation           ID = "S18"
 )
 
+// The waypoint authorization diagnostics (`kubectl mesh-explain authz waypoint/NAME`).
+const (
+	WaypointSelectorPolicyIgnored   ID = "W01"
+	WaypointTargetNotBound          ID = "W02"
+	WaypointTargetRefMissing        ID = "W03"
+	WaypointGatewayClassOutsideRoot ID = "W04"
+	WaypointNotDeployed             ID = "W05"
+	WaypointHTTPFieldsOnTCP         ID = "W06"
+	WaypointCustomProviderUnusable  ID = "W07"
+	WaypointBindingRefused          ID = "W08"
+)
+
 const (
 	sevError   = explain.SeverityError
 	sevWarning = explain.SeverityWarning
@@ -246,6 +258,23 @@ var Catalogue = []Entry{
 		Fix: "write <trust domain>/ns/<namespace>/sa/<service account>, with * only at the start or the end"},
 	{ID: SidecarRejectedByValidation, Severity: sevWarning, Title: "policy value Istio's validation rejects",
 		Fix: "fix the value: the admission webhook rejects the object as written"},
+
+	{ID: WaypointSelectorPolicyIgnored, Severity: sevWarning, Title: "policy without targetRefs ignored by a waypoint",
+		Fix: "attach the policy to the waypoint with spec.targetRefs (the Gateway, or the Service or ServiceEntry it serves) instead of spec.selector"},
+	{ID: WaypointTargetNotBound, Severity: sevWarning, Title: "targetRef names a service the waypoint does not serve",
+		Fix: "label the service (or its namespace) istio.io/use-waypoint=<waypoint>, or target the service's own waypoint"},
+	{ID: WaypointTargetRefMissing, Severity: sevWarning, Title: "targetRef that names nothing",
+		Fix: "name an existing Gateway, Service or ServiceEntry of the policy's namespace, or the GatewayClass istio-waypoint from the root namespace"},
+	{ID: WaypointGatewayClassOutsideRoot, Severity: sevWarning, Title: "GatewayClass targetRef outside the root namespace",
+		Fix: "move the policy to the root namespace, or target the Gateway"},
+	{ID: WaypointNotDeployed, Severity: sevWarning, Title: "waypoint Gateway without addresses",
+		Fix: "deploy the waypoint (istioctl waypoint apply, or wait for istiod to program the Gateway); from files, read the answer as the assumption says"},
+	{ID: WaypointHTTPFieldsOnTCP, Severity: sevWarning, Title: "rule with HTTP-only fields on a TCP chain",
+		Fix: "give the service port an HTTP protocol (name or appProtocol), or add a rule without HTTP-only fields for the TCP traffic"},
+	{ID: WaypointCustomProviderUnusable, Severity: sevError, Title: "CUSTOM provider that cannot be used by a waypoint",
+		Fix: "define the provider in MeshConfig extensionProviders, with a service that exists, or fix the name"},
+	{ID: WaypointBindingRefused, Severity: sevWarning, Title: "object names the waypoint but is not bound",
+		Fix: "allow the namespace on the waypoint's HBONE listener (allowedRoutes), or set the istio.io/waypoint-for label the traffic needs"},
 }
 
 var index = func() map[ID]Entry {

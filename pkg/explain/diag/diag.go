@@ -18,7 +18,7 @@ import (
 
 // ID is a stable diagnostic identifier: D-prefixed for the cluster engine (and the index
 // behind it), A-prefixed for the ambient authorization engine, S-prefixed for the sidecar authorization
-// engine. An ID is never reused.
+// engine, W-prefixed for the waypoint authorization engine. An ID is never reused.
 type ID string
 
 // Entry is what the catalogue says about one ID.

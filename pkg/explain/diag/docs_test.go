@@ -146,8 +146,8 @@ func TestCatalogue(t *testing.T) {
 		if names[e.ID] == "" {
 			t.Errorf("%s has an entry but no constant", e.ID)
 		}
-		if !regexp.MustCompile(`^[DAS][0-9]+$`).MatchString(string(e.ID)) {
-			t.Errorf("%s is not a letter (D, A or S) and a number", e.ID)
+		if !regexp.MustCompile(`^[DASW][0-9]+$`).MatchString(string(e.ID)) {
+			t.Errorf("%s is not a letter (D, A, S or W) and a number", e.ID)
 		}
 		for _, s := range e.Severities() {
 			if s != explain.SeverityError && s != explain.SeverityWarning && s != explain.SeverityInfo {

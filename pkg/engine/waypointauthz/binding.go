@@ -1,0 +1,290 @@
+package waypointauthz
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
+)
+
+// Labels and values istiod reads for waypoint binding (istio.io/api/label, pkg/config/constants).
+const (
+	// ClassName is the GatewayClass of waypoints (constants.WaypointGatewayClassName).
+	ClassName                = "istio-waypoint"
+	labelUseWaypoint         = "istio.io/use-waypoint"
+	labelUseWaypointNS       = "istio.io/use-waypoint-namespace"
+	labelWaypointFor         = "istio.io/waypoint-for"
+	labelGatewayName         = "gateway.networking.k8s.io/gateway-name"
+	labelManaged             = "gateway.istio.io/managed"
+	managedMesh              = "istio.io-mesh-controller"
+	managedEastWest          = "istio.io-eastwest-controller"
+	trafficService           = "service"
+	trafficWorkload          = "workload"
+	trafficAll               = "all"
+	trafficNone              = "none"
+	useWaypointNone          = "none"
+	hbonePort                = 15008
+	hboneProtocol            = "HBONE"
+	kindService              = "Service"
+	kindServiceEntry         = "ServiceEntry"
+	kindPod                  = "Pod"
+	kindWorkloadEntry        = "WorkloadEntry"
+	kindNamespace            = "Namespace"
+	kindGateway              = "Gateway"
+	kindAuthorizationPolicy  = "AuthorizationPolicy"
+	groupGateway             = "gateway.networking.k8s.io"
+	groupNetworking          = "networking.istio.io"
+	defaultTrafficTypeOrigin = "istiod's default traffic type for a waypoint (service)"
+)
+
+// Binding is one object that names the waypoint (directly or through its namespace), and
+// whether istiod binds it.
+type Binding struct {
+	// Kind is Service, ServiceEntry, Pod or WorkloadEntry.
+	Kind, Namespace, Name string
+	// Bound says the waypoint serves the object's traffic.
+	Bound bool
+	// Why names the label that decides it, on which object; Reason why an object that names
+	// the waypoint is not bound.
+	Why, Reason string
+	// Origin is the label's origin.
+	Origin provenance.Origin
+}
+
+// Ref is the object's provenance spelling.
+func (b Binding) Ref() provenance.Ref {
+	return provenance.Ref{Kind: b.Kind, Namespace: b.Namespace, Name: b.Name}
+}
+
+// waypoint is the Gateway as istiod's Waypoint collection sees it.
+type waypoint struct {
+	gw *gatewayv1.Gateway
+	// deployed: the Gateway has status.addresses (gatewayToWaypointTransform skips it otherwise).
+	deployed bool
+	// traffic is the traffic type (service, workload, all, none) and trafficWhy its source.
+	traffic, trafficWhy string
+	// from is the allowed routes of the HBONE listener (Same, All, Selector), sel its selector.
+	from    gatewayv1.FromNamespaces
+	sel     labels.Selector
+	fromWhy string
+}
+
+func newWaypoint(gw *gatewayv1.Gateway) *waypoint {
+	w := &waypoint{gw: gw, deployed: len(gw.Status.Addresses) > 0, traffic: trafficService, trafficWhy: defaultTrafficTypeOrigin}
+	if tt, ok := gw.Labels[labelWaypointFor]; ok {
+		w.traffic, w.trafficWhy = tt, "label "+labelWaypointFor+" on the Gateway"
+	}
+	w.from, w.fromWhy = gatewayv1.NamespacesFromSame, "no HBONE listener on port 15008 with allowedRoutes: the waypoint's own namespace"
+	for i, l := range gw.Spec.Listeners {
+		if string(l.Protocol) != hboneProtocol || l.Port != hbonePort {
+			continue
+		}
+		w.fromWhy = fmt.Sprintf("spec.listeners[%d].allowedRoutes.namespaces.from", i)
+		if l.AllowedRoutes == nil || l.AllowedRoutes.Namespaces == nil {
+			break // Same (the API server writes that default; files may leave it out)
+		}
+		if f := l.AllowedRoutes.Namespaces.From; f != nil {
+			w.from = *f
+		}
+		if w.from == gatewayv1.NamespacesFromSelector {
+			s, err := metav1.LabelSelectorAsSelector(l.AllowedRoutes.Namespaces.Selector)
+			if err != nil {
+				s = labels.Nothing()
+			}
+			w.sel = s
+		}
+		break
+	}
+	return w
+}
+
+// allows is AllowsAttachmentFromNamespace.
+func (w *waypoint) allows(ns *corev1.Namespace, name string) bool {
+	switch w.from {
+	case gatewayv1.NamespacesFromAll:
+		return true
+	case gatewayv1.NamespacesFromSelector:
+		if ns == nil || w.sel == nil {
+			return false
+		}
+		return w.sel.Matches(labels.Set(ns.Labels))
+	}
+	return w.gw.Namespace == name
+}
+
+// useWaypoint is GetUseWaypoint: the waypoint an object's labels name, or none.
+func useWaypoint(l map[string]string, ns string) (wns, wname string, isNone, ok bool) {
+	v, found := l[labelUseWaypoint]
+	if !found {
+		return "", "", false, false
+	}
+	if v == useWaypointNone {
+		return "", "", true, true
+	}
+	wns = ns
+	if o, f := l[labelUseWaypointNS]; f {
+		wns = o
+	}
+	return wns, v, false, true
+}
+
+// bindTarget is fetchWaypointForTarget for this waypoint, then the traffic-type check of a
+// service (forService) or a workload. It returns nil when the object does not name this
+// waypoint at all.
+func (e *explanation) bindTarget(kind string, meta metav1.ObjectMeta, forService bool) *Binding {
+	b := &Binding{Kind: kind, Namespace: meta.Namespace, Name: meta.Name}
+	key := model.ObjectKey{Kind: kind, Namespace: meta.Namespace, Name: meta.Name}
+	ns := e.snap.Namespace(meta.Namespace)
+	wns, wname, isNone, ok := useWaypoint(meta.Labels, meta.Namespace)
+	fromNamespace := false
+	switch {
+	case isNone:
+		return nil
+	case ok:
+		b.Why = fmt.Sprintf("label %s=%s on %s %s/%s", labelUseWaypoint, wname, kind, meta.Namespace, meta.Name)
+		b.Origin = e.snap.Origin(provenance.LayerRegistry, key, "metadata.labels["+labelUseWaypoint+"]")
+	case ns != nil:
+		wns, wname, isNone, ok = useWaypoint(ns.Labels, meta.Namespace)
+		if !ok || isNone {
+			return nil
+		}
+		fromNamespace = true
+		b.Why = fmt.Sprintf("label %s=%s on Namespace %s", labelUseWaypoint, wname, meta.Namespace)
+		b.Origin = e.snap.Origin(provenance.LayerRegistry, model.ObjectKey{Kind: kindNamespace, Name: meta.Namespace}, "metadata.labels["+labelUseWaypoint+"]")
+	default:
+		return nil
+	}
+	if wns != e.gw.Namespace || wname != e.gw.Name {
+		return nil
+	}
+	if strings.Contains(b.Why, "Namespace") && wns != meta.Namespace {
+		b.Why += fmt.Sprintf(" (%s=%s)", labelUseWaypointNS, wns)
+	} else if wns != meta.Namespace {
+		b.Why += fmt.Sprintf(" (%s=%s)", labelUseWaypointNS, wns)
+	}
+	allowed := e.wp.allows(ns, meta.Namespace)
+	if fromNamespace {
+		allowed = ns != nil && e.wp.allows(ns, ns.Name)
+	}
+	switch {
+	case !allowed:
+		b.Reason = fmt.Sprintf("the waypoint's HBONE listener does not allow namespace %s (%s: %s)", meta.Namespace, e.wp.fromWhy, e.wp.from)
+	case forService && e.wp.traffic != trafficService && e.wp.traffic != trafficAll:
+		b.Reason = fmt.Sprintf("the waypoint is for %s traffic (%s), not service traffic", e.wp.traffic, e.wp.trafficWhy)
+	case !forService && e.wp.traffic != trafficWorkload && e.wp.traffic != trafficAll:
+		b.Reason = fmt.Sprintf("the waypoint is for %s traffic (%s), not workload traffic", e.wp.traffic, e.wp.trafficWhy)
+	default:
+		b.Bound = true
+		if !e.wp.deployed {
+			b.Reason = "bound once istiod has programmed the waypoint (the Gateway has no status.addresses yet)"
+		}
+	}
+	return b
+}
+
+// bindings are the Services, ServiceEntries, pods and WorkloadEntries that name the waypoint,
+// in kind then namespace/name order.
+func (e *explanation) bindings() []Binding {
+	var out []Binding
+	for _, s := range e.snap.Services {
+		if m := s.Labels[labelManaged]; m == managedMesh || m == managedEastWest {
+			continue
+		}
+		if b := e.bindTarget(kindService, s.ObjectMeta, true); b != nil {
+			out = append(out, *b)
+		}
+	}
+	for _, se := range e.snap.ServiceEntries {
+		if b := e.bindTarget(kindServiceEntry, se.ObjectMeta, true); b != nil {
+			out = append(out, *b)
+		}
+	}
+	for _, p := range e.snap.Pods {
+		if p.Labels[labelGatewayName] != "" {
+			continue
+		}
+		if b := e.bindTarget(kindPod, p.ObjectMeta, false); b != nil && (b.Bound || e.podNamesWaypoint(p)) {
+			out = append(out, *b)
+		}
+	}
+	for _, we := range e.snap.WorkloadEntries {
+		if b := e.bindTarget(kindWorkloadEntry, we.ObjectMeta, false); b != nil && (b.Bound || hasUseWaypoint(we.Labels)) {
+			out = append(out, *b)
+		}
+	}
+	return out
+}
+
+// podNamesWaypoint: a pod whose own label names the waypoint is reported even when the traffic
+// type leaves it out (fetchWaypointForWorkload reports it then; a namespace label does not).
+func (e *explanation) podNamesWaypoint(p *corev1.Pod) bool { return hasUseWaypoint(p.Labels) }
+
+func hasUseWaypoint(l map[string]string) bool { _, ok := l[labelUseWaypoint]; return ok }
+
+// boundServices are the Services and ServiceEntries bound to the waypoint, each host once,
+// in SortServicesByCreationTime order (creation time, then name or host, then namespace).
+func (e *explanation) boundServices(bs []Binding) []*service {
+	var out []*service
+	byHost := map[string]int{}
+	add := func(s *service) {
+		if i, ok := byHost[s.host]; ok {
+			out[i] = s // the last one read wins (findWaypointResources keys a map by hostname)
+			return
+		}
+		byHost[s.host] = len(out)
+		out = append(out, s)
+	}
+	for _, b := range bs {
+		if !b.Bound {
+			continue
+		}
+		switch b.Kind {
+		case kindService:
+			if s := e.findService(b.Namespace, b.Name); s != nil {
+				add(kubeService(s))
+			}
+		case kindServiceEntry:
+			if se := e.findServiceEntry(b.Namespace, b.Name); se != nil {
+				for _, s := range serviceEntryServices(se) {
+					add(s)
+				}
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b *service) int {
+		if c := a.created.Compare(b.created); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.attrName, b.attrName); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ns, b.ns)
+	})
+	return out
+}
+
+func (e *explanation) findService(ns, name string) *corev1.Service {
+	for _, s := range e.snap.Services {
+		if s.Namespace == ns && s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+func (e *explanation) findServiceEntry(ns, name string) *networkingv1.ServiceEntry {
+	for _, s := range e.snap.ServiceEntries {
+		if s.Namespace == ns && s.Name == name {
+			return s
+		}
+	}
+	return nil
+}

@@ -1,0 +1,185 @@
+package waypointauthz
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	securityv1 "istio.io/client-go/pkg/apis/security/v1"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain/diag"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
+)
+
+func apRef(ap *securityv1.AuthorizationPolicy) provenance.Ref {
+	return provenance.Ref{Kind: kindAuthorizationPolicy, Namespace: ap.Namespace, Name: ap.Name}
+}
+
+func (e *explanation) gwRef() provenance.Ref {
+	return provenance.Ref{Kind: kindGateway, Namespace: e.gw.Namespace, Name: e.gw.Name}
+}
+
+func (e *explanation) wpName() string { return "waypoint " + e.gw.Namespace + "/" + e.gw.Name }
+
+// diagnostics are the findings of the answer, in the catalogue's one order, never nil.
+func (e *explanation) diagnostics() []explain.Diagnostic {
+	ds := []explain.Diagnostic{}
+	if !e.wp.deployed {
+		ds = append(ds, diag.WaypointNotDeployed.New(fmt.Sprintf("Gateway %s/%s has no status.addresses: istiod does not treat it as a waypoint yet, so nothing binds to it; the answer is as it will be once istiod has programmed it", e.gw.Namespace, e.gw.Name),
+			fixOf(diag.WaypointNotDeployed), e.gwRef()))
+	}
+	for _, b := range e.bind {
+		if !b.Bound && b.Reason != "" {
+			ds = append(ds, diag.WaypointBindingRefused.New(fmt.Sprintf("%s %s/%s names %s (%s) but is not bound: %s", b.Kind, b.Namespace, b.Name, e.wpName(), b.Why, b.Reason),
+				fixOf(diag.WaypointBindingRefused), b.Ref(), e.gwRef()))
+		}
+	}
+	served := e.servedNamespaces()
+	for _, ap := range e.relevantPolicies() {
+		refs := targetRefs(ap)
+		if len(refs) == 0 {
+			if slices.Contains(served, ap.Namespace) && ap.Namespace != e.root {
+				scope := "namespace-wide"
+				if ap.Spec.GetSelector() != nil {
+					scope = "selector"
+				}
+				ds = append(ds, diag.WaypointSelectorPolicyIgnored.New(fmt.Sprintf("AuthorizationPolicy %s/%s is a %s policy (no targetRefs) in a namespace whose traffic goes through %s: the waypoint ignores it; ztunnel enforces it on the workloads, at L4 only, and sees the waypoint as the client", ap.Namespace, ap.Name, scope, e.wpName()),
+					fixOf(diag.WaypointSelectorPolicyIgnored), apRef(ap)))
+			}
+			continue
+		}
+		for i, r := range refs {
+			ds = append(ds, e.targetRefDiagnostics(ap, i, r)...)
+		}
+	}
+	for _, b := range append(append([]*build{}, e.builds...), e.direct) {
+		ds = append(ds, e.buildDiagnostics(b)...)
+	}
+	return diag.Sort(ds, diag.SameMessage)
+}
+
+// targetRefDiagnostics checks one targetRef of a policy read for the waypoint.
+func (e *explanation) targetRefDiagnostics(ap *securityv1.AuthorizationPolicy, i int, r targetRef) []explain.Diagnostic {
+	field := targetRefField(ap, i)
+	missing := func(what string) []explain.Diagnostic {
+		return []explain.Diagnostic{diag.WaypointTargetRefMissing.New(fmt.Sprintf("AuthorizationPolicy %s/%s %s names %s: the policy attaches to nothing through it", ap.Namespace, ap.Name, field, what),
+			fixOf(diag.WaypointTargetRefMissing), apRef(ap))}
+	}
+	switch {
+	case r.is("", kindService), r.is(groupNetworking, kindServiceEntry):
+		kind := r.kind
+		var meta interface{ GetLabels() map[string]string }
+		if kind == kindService {
+			if s := e.findService(ap.Namespace, r.name); s != nil {
+				meta = s
+			}
+		} else if se := e.findServiceEntry(ap.Namespace, r.name); se != nil {
+			meta = se
+		}
+		if meta == nil {
+			return missing(fmt.Sprintf("%s %s, which does not exist in namespace %s", kind, r.name, ap.Namespace))
+		}
+		for _, b := range e.bind {
+			if b.Kind == kind && b.Namespace == ap.Namespace && b.Name == r.name {
+				if b.Bound {
+					return nil
+				}
+				return []explain.Diagnostic{diag.WaypointTargetNotBound.New(fmt.Sprintf("AuthorizationPolicy %s/%s %s names %s %s/%s, which names %s but is not bound (%s): the policy is enforced nowhere", ap.Namespace, ap.Name, field, kind, ap.Namespace, r.name, e.wpName(), b.Reason),
+					fixOf(diag.WaypointTargetNotBound), apRef(ap), provenance.Ref{Kind: kind, Namespace: ap.Namespace, Name: r.name})}
+			}
+		}
+		// Names another waypoint (its own, or through its namespace): that waypoint's business.
+		if _, _, none, ok := useWaypoint(meta.GetLabels(), ap.Namespace); ok && !none {
+			return nil
+		}
+		if ns := e.snap.Namespace(ap.Namespace); ns != nil {
+			if _, _, none, ok := useWaypoint(ns.Labels, ap.Namespace); ok && !none {
+				if _, _, own, set := useWaypoint(meta.GetLabels(), ap.Namespace); !(set && own) {
+					return nil
+				}
+			}
+		}
+		if ap.Namespace != e.gw.Namespace {
+			return nil
+		}
+		return []explain.Diagnostic{diag.WaypointTargetNotBound.New(fmt.Sprintf("AuthorizationPolicy %s/%s %s names %s %s/%s, which uses no waypoint (no istio.io/use-waypoint label on it or its namespace): no waypoint enforces the policy", ap.Namespace, ap.Name, field, kind, ap.Namespace, r.name),
+			fixOf(diag.WaypointTargetNotBound), apRef(ap), provenance.Ref{Kind: kind, Namespace: ap.Namespace, Name: r.name})}
+	case r.is(groupGateway, "GatewayClass"):
+		if r.name != ClassName {
+			return missing(fmt.Sprintf("GatewayClass %s: only the class %s attaches policies to waypoints", r.name, ClassName))
+		}
+		if ap.Namespace != e.root {
+			return []explain.Diagnostic{diag.WaypointGatewayClassOutsideRoot.New(fmt.Sprintf("AuthorizationPolicy %s/%s %s names GatewayClass %s from namespace %s, not the root namespace %s: istiod ignores it", ap.Namespace, ap.Name, field, r.name, ap.Namespace, e.root),
+				fixOf(diag.WaypointGatewayClassOutsideRoot), apRef(ap))}
+		}
+	case r.is(groupGateway, kindGateway):
+		if ap.Namespace != e.gw.Namespace {
+			return nil
+		}
+		if r.namespace != "" && r.namespace != ap.Namespace {
+			return missing(fmt.Sprintf("Gateway %s in namespace %s: a targetRef never reaches another namespace", r.name, r.namespace))
+		}
+		for _, g := range e.snap.Gateways {
+			if g.Namespace == ap.Namespace && g.Name == r.name {
+				return nil
+			}
+		}
+		return missing(fmt.Sprintf("Gateway %s, which does not exist in namespace %s", r.name, ap.Namespace))
+	default:
+		return missing(fmt.Sprintf("%s %s (group %q), a kind istiod does not attach AuthorizationPolicies to on a waypoint", r.kind, r.name, r.group))
+	}
+	return nil
+}
+
+// buildDiagnostics are the findings of one service's (or the direct chains') filters: rules
+// with HTTP-only fields on its TCP chains, and CUSTOM providers that cannot be used.
+func (e *explanation) buildDiagnostics(b *build) []explain.Diagnostic {
+	var ds []explain.Diagnostic
+	hasTCP := false
+	for _, c := range e.chains {
+		if c.b == b && !c.http {
+			hasTCP = true
+		}
+	}
+	where := "the direct-tcp chain"
+	if b.svc != nil {
+		where = "the TCP chains of " + b.svc.host
+	}
+	if hasTCP {
+		for _, r := range b.rbac.Rules {
+			if r.TCP.Skipped != "" && r.TCP.SkippedField != "" {
+				ds = append(ds, diag.WaypointHTTPFieldsOnTCP.New(fmt.Sprintf("AuthorizationPolicy %s/%s rule %d (%s) is left out of %s: %s; an ALLOW rule that is left out allows nothing there", r.Policy.Namespace, r.Policy.Name, r.Index, r.Action, where, r.TCP.Skipped),
+					fixOf(diag.WaypointHTTPFieldsOnTCP), apRef(r.Policy)))
+			}
+			if len(r.TCP.Dropped) > 0 {
+				var fs []string
+				for _, d := range r.TCP.Dropped {
+					fs = append(fs, d.Field)
+				}
+				ds = append(ds, diag.WaypointHTTPFieldsOnTCP.New(fmt.Sprintf("AuthorizationPolicy %s/%s rule %d (%s) matches more on %s than written: %s are HTTP-only and dropped there", r.Policy.Namespace, r.Policy.Name, r.Index, r.Action, where, strings.Join(fs, ", ")),
+					fixOf(diag.WaypointHTTPFieldsOnTCP), apRef(r.Policy)))
+			}
+		}
+	}
+	for p, why := range b.rbac.Providers {
+		if why == "" {
+			continue
+		}
+		var refs []provenance.Ref
+		for _, ap := range b.policies {
+			if ap.Spec.GetProvider().GetName() == p {
+				refs = append(refs, apRef(ap))
+			}
+		}
+		ds = append(ds, diag.WaypointCustomProviderUnusable.New(fmt.Sprintf("CUSTOM provider %q cannot be used by %s (%s): %s; the chains deny what the CUSTOM policies match", p, e.wpName(), b.name(), why),
+			fixOf(diag.WaypointCustomProviderUnusable), refs...))
+	}
+	return ds
+}
+
+// fixOf is the catalogue's fix of id.
+func fixOf(id diag.ID) string {
+	e, _ := id.Entry()
+	return e.Fix
+}

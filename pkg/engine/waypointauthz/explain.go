@@ -1,0 +1,379 @@
+package waypointauthz
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	"google.golang.org/protobuf/encoding/protojson"
+	securityv1 "istio.io/client-go/pkg/apis/security/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/envoyrbac"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
+)
+
+// Object kinds and section titles of a waypoint explanation.
+const (
+	// ChainKind is the kind of a filter chain object (its Message is what -o envoy prints).
+	ChainKind = "envoy.config.listener.v3.FilterChain"
+	// DataPlaneSection is the title of the section that says which waypoint answered.
+	DataPlaneSection = "Waypoint"
+	// NotDeployedAssumption is the assumption of an answer for a Gateway without addresses.
+	NotDeployedAssumption = "the Gateway has no status.addresses (a waypoint not yet deployed, or read from files): the answer is as it will be once istiod has programmed the waypoint"
+)
+
+// Query names the waypoint: a Gateway in Namespace.
+type Query struct{ Namespace, Name string }
+
+// explanation is the state of one waypoint's explanation.
+type explanation struct {
+	snap *model.Snapshot
+	gw   *gatewayv1.Gateway
+	wp   *waypoint
+	root string
+	bind []Binding
+	svcs []*service
+	// direct is the build of the direct chains (policies attached to the Gateway or class).
+	direct *build
+	builds []*build // one per bound service, in svcs order
+	chains []*chain
+	res    *explain.Result
+}
+
+// build is the policies attached for one service (nil: the direct chains) and their filters.
+type build struct {
+	svc      *service
+	policies []*securityv1.AuthorizationPolicy
+	// via is the targetRef index of each policy that attached it.
+	via  map[*securityv1.AuthorizationPolicy]int
+	rbac *envoyrbac.Result
+}
+
+// chain is one filter chain of main_internal.
+type chain struct {
+	name string
+	http bool
+	svc  *service
+	port *port
+	b    *build
+}
+
+// Find returns the Gateway q names, a NotFoundError when there is none, or an
+// InvalidQueryError for a Gateway of another class.
+func Find(snap *model.Snapshot, q Query) (*gatewayv1.Gateway, error) {
+	var names []string
+	for _, g := range snap.Gateways {
+		if g.Namespace != q.Namespace {
+			continue
+		}
+		if g.Name == q.Name {
+			if string(g.Spec.GatewayClassName) != ClassName {
+				return nil, &explain.InvalidQueryError{Message: fmt.Sprintf("Gateway %s/%s is of class %q, not a waypoint (class %s)", g.Namespace, g.Name, g.Spec.GatewayClassName, ClassName)}
+			}
+			return g, nil
+		}
+		if string(g.Spec.GatewayClassName) == ClassName {
+			names = append(names, "waypoint/"+g.Name)
+		}
+	}
+	hint := ""
+	if len(names) > 0 {
+		hint = "waypoints in the namespace: " + strings.Join(names, ", ")
+	} else if why, ok := snap.Incomplete["Gateway"]; ok {
+		hint = "Gateways could not be read: " + why
+	}
+	return nil, &explain.NotFoundError{What: fmt.Sprintf("waypoint %s (a Gateway of class %s) in namespace %s", q.Name, ClassName, q.Namespace), Hint: hint}
+}
+
+// Explain answers for one waypoint: what it serves and why, the main_internal filter chains
+// with their authorization filters in istiod's order, with origins and diagnostics.
+func Explain(snap *model.Snapshot, q Query) (*explain.Result, error) {
+	gw, err := Find(snap, q)
+	if err != nil {
+		return nil, err
+	}
+	e := newExplanation(snap, gw)
+	e.res.Sections = append(e.res.Sections, e.waypointSection(), e.bindingSection(), e.policySection())
+	if s := e.ignoredSection(); s != nil {
+		e.res.Sections = append(e.res.Sections, *s)
+	}
+	e.addObjects()
+	e.res.Diagnostics = e.diagnostics()
+	for _, kind := range []string{"Gateway", "AuthorizationPolicy", "Service", "ServiceEntry", "Namespace"} {
+		if why, ok := snap.Incomplete[kind]; ok {
+			e.res.Warnings = append(e.res.Warnings, fmt.Sprintf("%s objects could not be read (%s): the answer may be incomplete", kind, why))
+			e.res.Incomplete = append(e.res.Incomplete, kind)
+		}
+	}
+	return e.res, nil
+}
+
+// Diagnostics are the diagnostics of Explain, without the sections and objects.
+func Diagnostics(snap *model.Snapshot, gw *gatewayv1.Gateway) []explain.Diagnostic {
+	return newExplanation(snap, gw).diagnostics()
+}
+
+func newExplanation(snap *model.Snapshot, gw *gatewayv1.Gateway) *explanation {
+	ref := provenance.Ref{Kind: kindGateway, Namespace: gw.Namespace, Name: gw.Name}
+	e := &explanation{snap: snap, gw: gw, wp: newWaypoint(gw), root: snap.RootNamespace(), res: &explain.Result{
+		APIVersion: explain.APIVersion,
+		Kind:       explain.KindAuthzExplanation,
+		Subject:    explain.Subject{Kind: "Waypoint", Namespace: gw.Namespace, Workload: "waypoint/" + gw.Name, Resource: &ref},
+	}}
+	if !e.wp.deployed {
+		e.res.Assumptions = append(e.res.Assumptions, NotDeployedAssumption)
+	}
+	e.bind = e.bindings()
+	e.svcs = e.boundServices(e.bind)
+	for _, s := range e.svcs {
+		b := e.newBuild(s)
+		e.builds = append(e.builds, b)
+		for i := range s.ports {
+			p := &s.ports[i]
+			for _, k := range chainKinds(p.proto) {
+				e.chains = append(e.chains, &chain{name: "inbound-vip|" + strconv.Itoa(int(p.number)) + "|" + k + "|" + s.host, http: k == "http", svc: s, port: p, b: b})
+			}
+		}
+	}
+	e.direct = e.newBuild(nil)
+	e.chains = append(e.chains, &chain{name: "direct-tcp", b: e.direct}, &chain{name: "direct-http", http: true, b: e.direct})
+	return e
+}
+
+// sortedPolicies are the AuthorizationPolicies of ns in istiod's order (creation time, name).
+func (e *explanation) sortedPolicies(ns string) []*securityv1.AuthorizationPolicy {
+	var out []*securityv1.AuthorizationPolicy
+	for _, ap := range e.snap.AuthorizationPolicies {
+		if ap.Namespace == ns {
+			out = append(out, ap)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b *securityv1.AuthorizationPolicy) int {
+		if c := a.CreationTimestamp.Time.Compare(b.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return out
+}
+
+// newBuild is authz.NewBuilderForService with the waypoint option for svc (nil: the
+// waypoint's own policies): ListAuthorizationPolicies over the root namespace, the waypoint's
+// namespace and the service's, each policy kept when ShouldAttachPolicy says so.
+func (e *explanation) newBuild(svc *service) *build {
+	b := &build{svc: svc, via: map[*securityv1.AuthorizationPolicy]int{}}
+	nss := []string{e.root, e.gw.Namespace}
+	if svc != nil {
+		nss = append(nss, svc.ns)
+	}
+	seen := map[string]bool{}
+	for _, ns := range nss {
+		if seen[ns] {
+			continue
+		}
+		seen[ns] = true
+		for _, ap := range e.sortedPolicies(ns) {
+			if i, ok := e.attaches(ap, svc); ok {
+				b.policies = append(b.policies, ap)
+				b.via[ap] = i
+			}
+		}
+	}
+	b.rbac = envoyrbac.Build(envoyrbac.Input{
+		Policies:           b.policies,
+		TrustDomain:        e.snap.MeshConfig.GetTrustDomain(),
+		TrustDomainAliases: e.snap.MeshConfig.GetTrustDomainAliases(),
+		ExtensionProviders: e.snap.MeshConfig.GetExtensionProviders(),
+		LookupCluster:      func(s string, p int) (string, string, error) { return index.LookupCluster(e.snap, s, p) },
+		UseFilterState:     true,
+		Origin: func(ap *securityv1.AuthorizationPolicy, field, note string) provenance.Origin {
+			o := e.snap.Origin(provenance.LayerAuthorizationPolicy, model.ObjectKey{Kind: kindAuthorizationPolicy, Namespace: ap.Namespace, Name: ap.Name}, field)
+			o.Note = strings.TrimPrefix(note+"; ", "; ") + "attached by " + targetRefText(ap, b.via[ap])
+			return o
+		},
+		MeshOrigin: e.meshOrigin,
+	})
+	return b
+}
+
+// targetRefs is GetTargetRefs: targetRefs, or the deprecated targetRef.
+func targetRefs(ap *securityv1.AuthorizationPolicy) []targetRef {
+	var out []targetRef
+	for _, r := range ap.Spec.GetTargetRefs() {
+		out = append(out, targetRef{group: r.GetGroup(), kind: r.GetKind(), name: r.GetName(), namespace: r.GetNamespace()})
+	}
+	if len(out) == 0 {
+		if r := ap.Spec.GetTargetRef(); r != nil { //nolint:staticcheck // read as istiod reads it
+			out = append(out, targetRef{group: r.GetGroup(), kind: r.GetKind(), name: r.GetName(), namespace: r.GetNamespace(), legacy: true})
+		}
+	}
+	return out
+}
+
+type targetRef struct {
+	group, kind, name, namespace string
+	legacy                       bool
+}
+
+func (r targetRef) is(group, kind string) bool {
+	g := r.group
+	if g == "core" {
+		g = ""
+	}
+	return g == group && r.kind == kind
+}
+
+func targetRefField(ap *securityv1.AuthorizationPolicy, i int) string {
+	if len(ap.Spec.GetTargetRefs()) == 0 {
+		return "spec.targetRef"
+	}
+	return fmt.Sprintf("spec.targetRefs[%d]", i)
+}
+
+func targetRefText(ap *securityv1.AuthorizationPolicy, i int) string {
+	refs := targetRefs(ap)
+	if i < 0 || i >= len(refs) {
+		return "?"
+	}
+	return fmt.Sprintf("%s (%s %s)", targetRefField(ap, i), refs[i].kind, refs[i].name)
+}
+
+// attaches is ShouldAttachPolicy for the waypoint (IsWaypoint) and svc: the index of the
+// targetRef that attaches ap. A policy without targetRefs never attaches to a waypoint.
+func (e *explanation) attaches(ap *securityv1.AuthorizationPolicy, svc *service) (int, bool) {
+	for i, r := range targetRefs(ap) {
+		if svc != nil && svc.kind == kindService && r.is("", kindService) && r.name == svc.name && ap.Namespace == svc.ns {
+			return i, true
+		}
+		if svc != nil && svc.kind == kindServiceEntry && r.is(groupNetworking, kindServiceEntry) && r.name == svc.name && ap.Namespace == svc.ns {
+			return i, true
+		}
+		if ap.Namespace == e.root && r.is(groupGateway, "GatewayClass") && r.name == ClassName {
+			return i, true
+		}
+		if ap.Namespace != e.gw.Namespace || (r.namespace != "" && r.namespace != e.gw.Namespace) {
+			continue
+		}
+		if r.is(groupGateway, kindGateway) && r.name == e.gw.Name {
+			return i, true
+		}
+	}
+	return -1, false
+}
+
+func (e *explanation) meshOrigin(field, note string) provenance.Origin {
+	o := provenance.Origin{Layer: provenance.LayerMeshConfig, Field: field, Note: note}
+	top := field
+	if i := strings.IndexAny(top, ".["); i >= 0 {
+		top = top[:i]
+	}
+	if e.snap.MeshConfigUserFields[top] {
+		if e.snap.MeshConfigSource != nil {
+			r := *e.snap.MeshConfigSource
+			o.Resource = &r
+		}
+		o.Position = e.snap.MeshConfigPosition
+	} else {
+		o.Layer = provenance.LayerIstioDefault
+	}
+	return o
+}
+
+// filtersOf are the authorization filters of a chain, in order: CUSTOM (shadow RBAC and
+// ext_authz) then AUDIT, DENY, ALLOW.
+func (c *chain) filters() []envoyrbac.Filter {
+	if c.http {
+		return append(append([]envoyrbac.Filter{}, c.b.rbac.HTTPCustom...), c.b.rbac.HTTPLocal...)
+	}
+	return append(append([]envoyrbac.Filter{}, c.b.rbac.TCPCustom...), c.b.rbac.TCPLocal...)
+}
+
+// buildName names a build in object names: the service host, or the waypoint itself.
+func (b *build) name() string {
+	if b.svc == nil {
+		return "direct"
+	}
+	return b.svc.host
+}
+
+// addObjects adds one object per chain (what -o envoy prints, in istiod's order) and one per
+// distinct authorization filter, with the origin of every permission and principal.
+func (e *explanation) addObjects() {
+	names := map[*listenerv3.Filter]string{}
+	var filterObjs []explain.Object
+	for _, b := range append(append([]*build{}, e.builds...), e.direct) {
+		for _, group := range []struct {
+			http bool
+			fs   []envoyrbac.Filter
+		}{{true, append(append([]envoyrbac.Filter{}, b.rbac.HTTPCustom...), b.rbac.HTTPLocal...)}, {false, append(append([]envoyrbac.Filter{}, b.rbac.TCPCustom...), b.rbac.TCPLocal...)}} {
+			for i, f := range group.fs {
+				kind := "tcp"
+				if group.http {
+					kind = "http"
+				}
+				name := fmt.Sprintf("%s %s %d: %s (%s", b.name(), kind, i+1, f.Filter.Name, f.Action)
+				if f.Provider != "" {
+					name += " " + f.Provider
+				}
+				name += ")"
+				names[f.Filter] = name
+				o := explain.Object{Kind: string(f.Config.ProtoReflect().Descriptor().FullName()), Name: name, Origins: f.Traces,
+					Summary: []explain.Summary{{Name: "filter", Value: f.Filter.Name}, {Name: "action", Value: f.Action}}}
+				if f.Provider != "" {
+					o.Summary = append(o.Summary, explain.Summary{Name: "provider", Value: f.Provider})
+				}
+				if f.Broken != "" {
+					o.Summary = append(o.Summary, explain.Summary{Name: "fails closed", Value: f.Broken})
+				}
+				if raw, err := protojson.Marshal(f.Filter); err == nil {
+					var c bytes.Buffer
+					if json.Compact(&c, raw) == nil {
+						o.Value = c.Bytes()
+					}
+				}
+				if o.Origins == nil {
+					o.Origins = []provenance.FieldTrace{}
+				}
+				filterObjs = append(filterObjs, o)
+			}
+		}
+	}
+	for _, c := range e.chains {
+		fc := &listenerv3.FilterChain{Name: c.name}
+		o := explain.Object{Kind: ChainKind, Name: c.name, Message: fc}
+		o.Origins = []provenance.FieldTrace{}
+		if c.svc != nil {
+			proto := "TCP"
+			if c.http {
+				proto = "HTTP"
+			}
+			o.Summary = append(o.Summary, explain.Summary{Name: "service", Value: c.svc.kind + " " + c.svc.ns + "/" + c.svc.name},
+				explain.Summary{Name: "port", Value: fmt.Sprintf("%d (%s; %s chain)", c.port.number, c.port.proto, proto)})
+			org := e.snap.Origin(provenance.LayerRegistry, c.svc.key(), c.port.field)
+			org.Note = "a port of a service bound to the waypoint"
+			o.Origins = append(o.Origins, provenance.FieldTrace{Path: "name", Value: c.name, Origin: org})
+		} else {
+			o.Summary = append(o.Summary, explain.Summary{Name: "traffic", Value: "addressed to a workload directly (not through a service VIP)"})
+			o.Origins = append(o.Origins, provenance.FieldTrace{Path: "name", Value: c.name,
+				Origin: provenance.Origin{Layer: provenance.LayerIstioDefault, Note: "the waypoint's direct chains; policies attached to the Gateway or its class apply"}})
+		}
+		for i, f := range c.filters() {
+			fc.Filters = append(fc.Filters, f.Filter)
+			o.Origins = append(o.Origins, provenance.FieldTrace{Path: fmt.Sprintf("filters[%d]", i), Value: f.Filter.Name + " (" + f.Action + ")",
+				Origin: provenance.Origin{Layer: provenance.LayerAuthorizationPolicy, Note: "every permission and principal: object " + names[f.Filter]}})
+		}
+		if len(fc.Filters) == 0 {
+			o.Summary = append(o.Summary, explain.Summary{Name: "authorization", Value: "none: no policy is attached"})
+		}
+		e.res.Objects = append(e.res.Objects, o)
+	}
+	e.res.Objects = append(e.res.Objects, filterObjs...)
+}

@@ -1,0 +1,203 @@
+package waypointauthz
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/internal/testkit"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/source"
+)
+
+// explainScenario explains the waypoint of a scenario folder (its args name it).
+func explainScenario(t *testing.T, name string) *explain.Result {
+	t.Helper()
+	dir := filepath.Join(testkit.RepoRoot(t), "testdata", "scenarios", "waypoint", name)
+	a, err := testkit.ReadArgs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var q Query
+	for i, f := range a.Command {
+		switch {
+		case f == "-n" && i+1 < len(a.Command):
+			q.Namespace = a.Command[i+1]
+		case strings.HasPrefix(f, "waypoint/"):
+			q.Name = strings.TrimPrefix(f, "waypoint/")
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".yaml") {
+			files = append(files, filepath.Join(dir, e.Name()))
+		}
+	}
+	snap, err := source.LoadFiles(files, q.Namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Explain(snap, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func chainNames(r *explain.Result) []string {
+	var out []string
+	for _, o := range r.Objects {
+		if o.Kind == ChainKind {
+			out = append(out, o.Name)
+		}
+	}
+	return out
+}
+
+func ids(r *explain.Result) []string {
+	var out []string
+	for _, d := range r.Diagnostics {
+		out = append(out, d.ID)
+	}
+	return out
+}
+
+func section(t *testing.T, r *explain.Result, title string) explain.Section {
+	t.Helper()
+	for _, s := range r.Sections {
+		if s.Title == title {
+			return s
+		}
+	}
+	t.Fatalf("no section %q", title)
+	return explain.Section{}
+}
+
+// A namespace label binds every Service of the namespace: chains per port, oldest service
+// first (then by name), then the direct chains.
+func TestNamespaceLabelBindsEveryService(t *testing.T) {
+	r := explainScenario(t, "bind-namespace")
+	want := []string{"inbound-vip|3306|tcp|ratings.app.svc.cluster.local", "inbound-vip|9080|http|reviews.app.svc.cluster.local", "direct-tcp", "direct-http"}
+	if got := chainNames(r); !slices.Equal(got, want) {
+		t.Errorf("chains = %v, want %v", got, want)
+	}
+	b := section(t, r, "Binding")
+	if len(b.Rows) != 2 || b.Rows[0][1] != "yes" || !strings.Contains(b.Rows[0][2], "on Namespace app") {
+		t.Errorf("binding rows = %v", b.Rows)
+	}
+	if len(r.Assumptions) != 0 {
+		t.Errorf("a Gateway with addresses needs no assumption: %v", r.Assumptions)
+	}
+}
+
+// Every permission and principal names the targetRef that attached its policy.
+func TestOriginsNameTheTargetRef(t *testing.T) {
+	r := explainScenario(t, "bind-namespace")
+	n := 0
+	for _, o := range r.Objects {
+		for _, tr := range o.Origins {
+			if strings.Contains(tr.Path, ".permissions[") || strings.Contains(tr.Path, ".principals[") {
+				n++
+				if !strings.Contains(tr.Origin.Note, "attached by spec.targetRefs[0] (Gateway waypoint)") {
+					t.Errorf("%s %s: note %q does not name the targetRef", o.Name, tr.Path, tr.Origin.Note)
+				}
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no permission or principal traced")
+	}
+}
+
+// A Gateway without addresses is answered as once programmed, and says so.
+func TestGatewayWithoutAddressesIsAnAssumption(t *testing.T) {
+	r := explainScenario(t, "gateway-without-addresses")
+	if len(r.Assumptions) != 1 || r.Assumptions[0] != NotDeployedAssumption {
+		t.Errorf("assumptions = %v", r.Assumptions)
+	}
+	if !slices.Contains(ids(r), "W05") {
+		t.Errorf("diagnostics %v lack W05", ids(r))
+	}
+	if got := chainNames(r); len(got) <= 2 {
+		t.Errorf("chains = %v, want the bound services' chains too", got)
+	}
+}
+
+func TestDiagnosticsOfScenarios(t *testing.T) {
+	for _, tt := range []struct{ scenario, id string }{
+		{"selector-and-namespace-wide-ignored", "W01"},
+		{"targetref-service-not-bound", "W02"},
+		{"targetref-service-missing", "W03"},
+		{"targetref-gatewayclass-outside-root", "W04"},
+		{"http-fields-on-tcp-allow", "W06"},
+		{"http-fields-on-tcp-deny", "W06"},
+		{"action-custom-provider-missing", "W07"},
+		{"use-waypoint-namespace-same-only", "W08"},
+	} {
+		t.Run(tt.scenario, func(t *testing.T) {
+			r := explainScenario(t, tt.scenario)
+			if !slices.Contains(ids(r), tt.id) {
+				t.Errorf("diagnostics %v lack %s", ids(r), tt.id)
+			}
+		})
+	}
+	// A clean case reports nothing.
+	if got := ids(explainScenario(t, "targetref-service")); len(got) != 0 {
+		t.Errorf("targetref-service: diagnostics %v, want none", got)
+	}
+}
+
+// A missing Gateway and one of another class are errors naming what was asked.
+func TestFind(t *testing.T) {
+	dir := filepath.Join(testkit.RepoRoot(t), "testdata", "scenarios", "waypoint", "bind-namespace")
+	snap, err := source.LoadFiles([]string{filepath.Join(dir, "waypoint.yaml")}, "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Explain(snap, Query{Namespace: "app", Name: "nope"})
+	var nf *explain.NotFoundError
+	if !errors.As(err, &nf) || !strings.Contains(err.Error(), "waypoint/waypoint") {
+		t.Errorf("err = %v, want not found listing waypoint/waypoint", err)
+	}
+	snap.Gateways[0].Spec.GatewayClassName = "istio"
+	_, err = Explain(snap, Query{Namespace: "app", Name: "waypoint"})
+	var iq *explain.InvalidQueryError
+	if !errors.As(err, &iq) {
+		t.Errorf("err = %v, want an invalid query for another class", err)
+	}
+}
+
+// An ambient pod's answer gets the waypoint's chains for the services that select it.
+func TestPodSection(t *testing.T) {
+	dir := filepath.Join(testkit.RepoRoot(t), "testdata", "scenarios", "waypoint", "bind-namespace")
+	var files []string
+	for _, n := range []string{"namespaces.yaml", "policies.yaml", "waypoint.yaml", "workloads.yaml"} {
+		files = append(files, filepath.Join(dir, n))
+	}
+	snap, err := source.LoadFiles(files, "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range snap.Pods {
+		if p.Name != "reviews-v1" {
+			continue
+		}
+		s := PodSection(snap, p)
+		if s == nil || len(s.Rows) != 2 {
+			t.Fatalf("section = %+v, want the reviews chain and the pointer to authz waypoint/NAME", s)
+		}
+		if got := s.Rows[0]; got[0] != "Service reviews" || got[1] != "waypoint/waypoint -n app" ||
+			got[2] != "inbound-vip|9080|http|reviews.app.svc.cluster.local" || got[3] != "http.rbac (ALLOW)" {
+			t.Errorf("row = %q", got)
+		}
+		return
+	}
+	t.Fatal("no pod reviews-v1")
+}
