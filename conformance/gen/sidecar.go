@@ -79,7 +79,9 @@ func Sidecar(seed uint64) *Scenario {
 		s.Docs = append(s.Docs, genSidecarAuthorizationPolicies(g)...)
 	}
 	if g.chance(0.2) {
-		spec := map[string]any{"jwtRules": []any{map[string]any{"issuer": "issuer.example.com", "jwksUri": "https://issuer.example.com/jwks.json"}}}
+		// The keys inline: a jwksUri makes istiod fetch it, and with no network the fetcher
+		// outlives the run and can stall the fake server's shutdown.
+		spec := map[string]any{"jwtRules": []any{map[string]any{"issuer": "issuer.example.com", "jwks": inlineJWKS}}}
 		if g.chance(0.7) {
 			spec["selector"] = map[string]any{"matchLabels": map[string]any{"app": "a"}}
 		}
@@ -400,3 +402,6 @@ func sidecarConditionValues(key string) []string {
 		return []string{"alice", "example.com", "adm*"}
 	}
 }
+
+// inlineJWKS is a public key set (one EC P-256 key, from Istio's pilot/pkg/xds/waypoint_test.go).
+const inlineJWKS = `{"keys":[{"kty":"EC","crv":"P-256","x":"MKBCTNIcKUSDii11ySs3526iDZ8AiTo7Tu6KPAqv7D4","y":"4Etl6SRW2YiLUrN5vfvVHuhp7x8PxltmWWlbbM4IFyM","use":"enc","kid":"1"}]}`
