@@ -2,10 +2,13 @@ package e2e
 
 import (
 	"encoding/json"
+	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 )
@@ -140,4 +143,75 @@ func findingsJSON(t *testing.T, rep *explain.CheckReport) string {
 		t.Fatal(err)
 	}
 	return normaliseJSON(t, string(b))
+}
+
+// TestCheckWaypoint checks a waypoint live: `check -n app` reports for the waypoint app/waypoint
+// what it reports offline on the same objects, the policy of namespace other that the waypoint
+// ignores included. On a cluster without the Gateway API (its group answers 404) there is no
+// waypoint to check, and the check is whole: no warning, no incomplete exit.
+func TestCheckWaypoint(t *testing.T) {
+	dir := filepath.Join(env.root, "testdata", "scenarios", "waypoint", "use-waypoint-namespace-allowed")
+	objs, err := readObjects(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra := filepath.Join(t.TempDir(), "other-policies.yaml")
+	if err := os.WriteFile(extra, []byte(`apiVersion: security.istio.io/v1
+kind: AuthorizationPolicy
+metadata:
+  name: details-by-selector
+  namespace: other
+spec:
+  selector:
+    matchLabels:
+      app: details
+  action: DENY
+  rules:
+  - from:
+    - source:
+        namespaces: ["untrusted"]
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := admin(t)
+	c.apply(t, append(objs, mustDecodeFile(t, extra)...))
+	kc := kubeconfig("admin")
+
+	live := runPlugin(kc, "check", "-n", "app", "-o", "json", "--fail-on", "never")
+	mustSucceed(t, live)
+	off := runPlugin(offline(), "check", "-n", "app", "-f", dir, "-f", extra, "-o", "json", "--fail-on", "never")
+	mustSucceed(t, off)
+	rep := checkReport(t, live)
+	if w, g := findingsJSON(t, checkReport(t, off)), findingsJSON(t, rep); w != g {
+		t.Errorf("check -n app: live (+) differs from offline (-):\n%s", diff(w, g))
+	}
+	if rep.Scope.Waypoints != 1 {
+		t.Errorf("check -n app: %d waypoints checked, want app/waypoint", rep.Scope.Waypoints)
+	}
+	if !slices.ContainsFunc(rep.Findings, func(f explain.Finding) bool {
+		return f.ID == "W01" && f.Resource != nil && f.Resource.String() == "AuthorizationPolicy other/details-by-selector" &&
+			slices.Equal(f.Waypoints, []string{"Gateway app/waypoint"})
+	}) {
+		t.Errorf("check -n app does not report W01 for other/details-by-selector at waypoint app/waypoint:\n%s", live.stdout)
+	}
+
+	_, nogw := newFaultProxy(t, func(w http.ResponseWriter, r *http.Request) bool {
+		if strings.HasPrefix(r.URL.Path, "/apis/gateway.networking.k8s.io") {
+			writeStatus(w, http.StatusNotFound, "NotFound", "the server could not find the requested resource")
+			return true
+		}
+		return false
+	})
+	r := runPluginTimeout(time.Minute, nogw, "check", "-n", "app", "-o", "json", "--fail-on", "never")
+	noCrash(t, r)
+	mustSucceed(t, r)
+	rep = checkReport(t, r)
+	if rep.Scope.Waypoints != 0 || len(rep.Incomplete) > 0 || strings.Contains(r.stderr, "could not be read") {
+		t.Errorf("without the Gateway API: %d waypoints, incomplete %q, want none and no warning\n%s", rep.Scope.Waypoints, rep.Incomplete, r)
+	}
+	wp := runPluginTimeout(time.Minute, nogw, "authz", "waypoint/waypoint", "-n", "app")
+	noCrash(t, wp)
+	if wp.code == 0 || !strings.Contains(wp.stderr, "the Gateway API CRDs are not installed") {
+		t.Errorf("authz waypoint/waypoint without the Gateway API: want a not-found error that says why\n%s", wp)
+	}
 }

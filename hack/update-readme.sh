@@ -30,6 +30,7 @@ sample authz-sidecar-sample authz pod/productpage-v1 -n bookinfo -f sidecar
 sample authz-waypoint-sample authz waypoint/waypoint -n bookinfo -f waypoint
 sample check-sample check -f bookinfo
 sample check-sidecar-sample check -f sidecar
+sample check-waypoint-sample check -f waypoint
 if [[ "${1:-}" == "--check" ]]; then
   if ! diff -u README.md README.md.new; then
     rm -f README.md.new

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/envoycluster"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/sidecarauthz"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/waypointauthz"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/ztunnelauthz"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain/diag"
@@ -97,7 +98,8 @@ type occurrence struct {
 	host     string
 	clients  []string
 	workload string
-	// subject is the Service, ServiceEntry or Pod the answer is about.
+	waypoint string
+	// subject is the Service, ServiceEntry, Pod or Gateway the answer is about.
 	subject *provenance.Ref
 }
 
@@ -127,13 +129,16 @@ func Run(snap *model.Snapshot, o Options) (*explain.CheckReport, error) {
 	if len(counts) > 0 {
 		rep.Scope.DataPlanes = counts
 	}
-	// The workloads' occurrences come after those of every class.
+	// The workloads' occurrences come after those of every class, the waypoints' last.
 	m.add(len(classes), wl)
+	wp, n := waypointOccurrences(snap, o.Namespaces)
+	rep.Scope.Waypoints = n
+	m.add(len(classes)+1, wp)
 	rep.Findings = m.findings()
 	if why, ok := snap.Incomplete["PeerAuthentication"]; ok {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("mTLS inference is incomplete: PeerAuthentications could not be read (%s)", why))
 	}
-	for _, kind := range []string{"AuthorizationPolicy", "RequestAuthentication", "Pod", "Namespace", "DestinationRule", "Sidecar", "Service", "ServiceEntry", "VirtualService"} {
+	for _, kind := range []string{"AuthorizationPolicy", "RequestAuthentication", "Pod", "Namespace", "DestinationRule", "Sidecar", "Service", "ServiceEntry", "VirtualService", "Gateway"} {
 		if why, ok := snap.Incomplete[kind]; ok {
 			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s objects could not be read (%s): findings may be missing", kind, why))
 		}
@@ -304,6 +309,25 @@ func workloadOccurrences(snap *model.Snapshot, engines []WorkloadEngine, namespa
 	return out, counts
 }
 
+// waypointOccurrences asks `authz waypoint/NAME` of every waypoint (a Gateway of class
+// istio-waypoint) of namespaces (nil: all), and returns the occurrences and the number of
+// waypoints answered for.
+func waypointOccurrences(snap *model.Snapshot, namespaces []string) ([]occurrence, int) {
+	var out []occurrence
+	n := 0
+	for _, gw := range snap.Gateways {
+		if string(gw.Spec.GatewayClassName) != waypointauthz.ClassName || namespaces != nil && !slices.Contains(namespaces, gw.Namespace) {
+			continue
+		}
+		n++
+		ref := provenance.Ref{Kind: "Gateway", Namespace: gw.Namespace, Name: gw.Name}
+		for _, d := range waypointauthz.Diagnostics(snap, gw) {
+			out = append(out, occurrence{d: d, waypoint: ref.String(), subject: &ref})
+		}
+	}
+	return out, n
+}
+
 // key is what makes two diagnostics one cause: the same ID, severity, fix and resources. Their
 // messages may differ in what the answer was about (the cluster, the client's namespace): the
 // finding keeps them all. A diagnostic without a fix is one cause per message.
@@ -353,8 +377,8 @@ type acc struct {
 	subject *provenance.Ref
 	// hosts, clients, workloads and messages are those of the occurrences listed: once one
 	// occurrence is not silenced (live), only those not silenced.
-	hosts, clients, workloads, messages map[string]bool
-	live                                bool
+	hosts, clients, workloads, waypoints, messages map[string]bool
+	live                                           bool
 	// reason is that of the first silenced occurrence, at reasonAt.
 	reason   string
 	reasonAt at
@@ -371,7 +395,7 @@ func (m *merger) add(batch int, occ []occurrence) {
 		k := key(o.d)
 		a := m.byKey[k]
 		if a == nil {
-			a = &acc{first: p, d: o.d, subject: o.subject, hosts: map[string]bool{}, clients: map[string]bool{}, workloads: map[string]bool{}, messages: map[string]bool{}}
+			a = &acc{first: p, d: o.d, subject: o.subject, hosts: map[string]bool{}, clients: map[string]bool{}, workloads: map[string]bool{}, waypoints: map[string]bool{}, messages: map[string]bool{}}
 			m.byKey[k] = a
 		} else if p.before(a.first) {
 			a.first, a.d, a.subject = p, o.d, o.subject
@@ -390,6 +414,7 @@ func (m *merger) add(batch int, occ []occurrence) {
 			clear(a.hosts)
 			clear(a.clients)
 			clear(a.workloads)
+			clear(a.waypoints)
 			clear(a.messages)
 		}
 		a.messages[o.d.Message] = true
@@ -401,6 +426,9 @@ func (m *merger) add(batch int, occ []occurrence) {
 		}
 		if o.workload != "" {
 			a.workloads[o.workload] = true
+		}
+		if o.waypoint != "" {
+			a.waypoints[o.waypoint] = true
 		}
 	}
 }
@@ -421,6 +449,7 @@ func (m *merger) findings() []explain.Finding {
 		f.Hosts = sortedSet(a.hosts)
 		f.Clients = sortedSet(a.clients)
 		f.Workloads = sortedSet(a.workloads)
+		f.Waypoints = sortedSet(a.waypoints)
 		if msgs := sortedSet(a.messages); len(msgs) > 0 {
 			f.Message, f.Details = msgs[0], msgs[1:]
 			if len(f.Details) == 0 {

@@ -9,6 +9,7 @@ import (
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/check"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/envoycluster"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/sidecarauthz"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/waypointauthz"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/ztunnelauthz"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
@@ -18,7 +19,8 @@ import (
 
 // engineUnion is the union of the answers of the engines' own entry points: Explain of every
 // host from every client (a new Explainer per client), sidecarauthz.ExplainPod of every pod with
-// a sidecar, ztunnelauthz.Explain of every other ambient pod.
+// a sidecar, ztunnelauthz.Explain of every other ambient pod, waypointauthz.Explain of every
+// waypoint.
 func engineUnion(t *testing.T, snap *model.Snapshot) checktest.Union {
 	t.Helper()
 	ix := index.Build(snap)
@@ -68,6 +70,18 @@ func engineUnion(t *testing.T, snap *model.Snapshot) checktest.Union {
 			for _, d := range r.Diagnostics {
 				u.Add(d, "", "", "Pod "+pod.Namespace+"/"+pod.Name)
 			}
+		}
+	}
+	for _, gw := range snap.Gateways {
+		if string(gw.Spec.GatewayClassName) != waypointauthz.ClassName {
+			continue
+		}
+		r, err := waypointauthz.Explain(snap, waypointauthz.Query{Namespace: gw.Namespace, Name: gw.Name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range r.Diagnostics {
+			u.AddWaypoint(d, "Gateway "+gw.Namespace+"/"+gw.Name)
 		}
 	}
 	return u

@@ -63,6 +63,9 @@ func newIgnorer(snap *model.Snapshot, ids []string) *ignorer {
 	for _, o := range snap.EnvoyFilters {
 		add("EnvoyFilter", o)
 	}
+	for _, o := range snap.Gateways {
+		add("Gateway", o)
+	}
 	for _, o := range snap.PeerAuthentications {
 		add("PeerAuthentication", o)
 	}

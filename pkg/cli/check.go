@@ -70,10 +70,11 @@ func NewCmdCheck(common *CommonOptions, runF func(context.Context, *CheckOptions
 		Long: longDesc(`
 			Report every finding the cluster and authz commands would report, for everything in
 			scope: every host (Service and ServiceEntry) with every port and subset, as seen from
-			every client sidecar that sees it differently, and every workload (the ztunnel
-			answer for an ambient pod, the sidecar answer for a pod with a sidecar). Each
-			finding is reported once, with the hosts, clients and workloads it affects, and the
-			object and field to change (file:line when read from files).
+			every client sidecar that sees it differently, every workload (the ztunnel
+			answer for an ambient pod, the sidecar answer for a pod with a sidecar), and every
+			waypoint (a Gateway of class istio-waypoint, answered as authz waypoint/NAME).
+			Each finding is reported once, with the hosts, clients, workloads and waypoints it
+			affects, and the object and field to change (file:line when read from files).
 
 			Clients are the default sidecar of each namespace and every injected pod; those that
 			must get the same answer (the same namespace, and the same values of the labels the
@@ -88,14 +89,15 @@ func NewCmdCheck(common *CommonOptions, runF func(context.Context, *CheckOptions
 
 			Findings are silenced with --ignore ID,... or, on one object, with the annotation
 			mesh-explain.io/ignore: "D19,A07" (on an object the finding names, or on the
-			Service, ServiceEntry or Pod it is about); -o wide lists them with the reason.
+			Service, ServiceEntry, Pod or Gateway it is about); -o wide lists them with the
+			reason.
 
 			Exit codes: 0 when nothing at or above --fail-on was found, 79 when something was
 			(the code istioctl analyze uses), and the codes of every command otherwise (1 failed,
 			64 usage error, 65 malformed input).
 
 			Output formats: table (default, grouped by the object to change), wide (every
-			affected host, client and workload, and the silenced findings), json and yaml (the
+			affected host, client, workload and waypoint, and the silenced findings), json and yaml (the
 			CheckReport document, docs/output.md), sarif (SARIF 2.1.0 for code scanning,
 			docs/ci.md).`),
 		Example: examples(`
@@ -132,7 +134,7 @@ func NewCmdCheck(common *CommonOptions, runF func(context.Context, *CheckOptions
 	}
 	fs := cmd.Flags()
 	fs.StringVarP(&o.Output, "output", "o", o.Output, "Output format: "+strings.Join(render.CheckFormats, "|"))
-	fs.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "Check the clients and workloads of every namespace")
+	fs.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "Check the clients, workloads and waypoints of every namespace")
 	fs.StringVar(&o.FailOn, "fail-on", o.FailOn, "Exit 79 when a finding at or above this severity is found: "+strings.Join(FailOnLevels, "|"))
 	fs.StringSliceVar(&o.Ignore, "ignore", o.Ignore, "Silence these diagnostic IDs (D19,A07)")
 	fs.BoolVar(&o.Diff, "diff", o.Diff, "With --overlay: report only the findings the change introduces or removes against the live state")

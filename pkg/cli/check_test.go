@@ -10,6 +10,7 @@ import (
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/check"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/sidecarauthz"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/waypointauthz"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/ztunnelauthz"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
@@ -19,8 +20,8 @@ import (
 
 // answersUnion asks `cluster HOST -A` for every host from every client sidecar (the default
 // sidecar of every namespace, `--from pod/NAME` for every injected pod), and `authz pod/NAME`
-// for every pod with a sidecar and every ambient pod, each through Main as a user would, and returns the union of their
-// diagnostics. Hosts outside a client's scope are not asked about.
+// for every pod with a sidecar and every ambient pod, `authz waypoint/NAME` for every waypoint,
+// each through Main as a user would, and returns the union of their diagnostics. Hosts outside a client's scope are not asked about.
 func answersUnion(t *testing.T, dir string) checktest.Union {
 	t.Helper()
 	snap, err := source.LoadFiles([]string{dir}, "default")
@@ -74,19 +75,36 @@ func answersUnion(t *testing.T, dir string) checktest.Union {
 			out.Add(d, "", "", "Pod "+pod.Namespace+"/"+pod.Name)
 		}
 	}
+	for _, gw := range snap.Gateways {
+		if string(gw.Spec.GatewayClassName) != waypointauthz.ClassName {
+			continue
+		}
+		args := []string{"authz", "waypoint/" + gw.Name, "-n", gw.Namespace, "-f", dir, "-o", "json", "--allow-partial"}
+		r := runMain(t, "", args...)
+		if r.code != ExitOK {
+			t.Fatalf("%s: %v\n%s", dir, args, r)
+		}
+		var res explain.Result
+		if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+			t.Fatalf("%s: %v: %v", dir, args, err)
+		}
+		for _, d := range res.Diagnostics {
+			out.AddWaypoint(d, "Gateway "+gw.Namespace+"/"+gw.Name)
+		}
+	}
 	return out
 }
 
 // TestCheckEqualsUnionOfAnswers proves on every scenario folder that `check` finds exactly
 // what the cluster and authz commands report: every host from every client, every pod with a
-// sidecar, every ambient pod.
+// sidecar, every ambient pod, every waypoint.
 func TestCheckEqualsUnionOfAnswers(t *testing.T) {
 	t.Chdir(repoRoot(t))
 	var dirs []string
-	for _, kind := range []string{"cluster", "authz", "sidecar"} {
+	for _, kind := range []string{"cluster", "authz", "sidecar", "waypoint"} {
 		dirs = append(dirs, scenarioDirs(t, kind)...)
 	}
-	dirs = append(dirs, "testdata/examples/bookinfo", "testdata/examples/ambient", "testdata/examples/sidecar")
+	dirs = append(dirs, "testdata/examples/bookinfo", "testdata/examples/ambient", "testdata/examples/sidecar", "testdata/examples/waypoint")
 	findings, byPrefix := 0, map[string]int{}
 	for _, dir := range dirs {
 		r := runMain(t, "", "check", "-f", dir, "-o", "json", "--fail-on", "never", "--allow-partial")
@@ -106,12 +124,109 @@ func TestCheckEqualsUnionOfAnswers(t *testing.T) {
 		}
 		checktest.Compare(t, dir, &rep, answersUnion(t, dir))
 	}
-	for _, p := range []string{"D", "A", "S"} {
+	for _, p := range []string{"D", "A", "S", "W"} {
 		if byPrefix[p] == 0 {
 			t.Errorf("no scenario has a %s finding: the comparison proves nothing for them", p)
 		}
 	}
 	t.Logf("%d scenario folders, %d findings %v", len(dirs), findings, byPrefix)
+}
+
+// TestCheckWaypointScope checks that a check of a waypoint's namespace reports for the waypoint
+// what a check of every namespace reports for it, in every waypoint scenario folder: the
+// policies of the namespaces it serves (read only once a first read shows them) included.
+func TestCheckWaypointScope(t *testing.T) {
+	t.Chdir(repoRoot(t))
+	dirs := append(scenarioDirs(t, "waypoint"), "testdata/examples/waypoint", crossNamespaceWaypoint(t))
+	checked := 0
+	for _, dir := range dirs {
+		all := checkReport(t, "-f", dir)
+		byNS := map[string][]string{}
+		for _, f := range all.Findings {
+			for _, w := range f.Waypoints {
+				ns, _, _ := strings.Cut(strings.TrimPrefix(w, "Gateway "), "/")
+				byNS[ns] = append(byNS[ns], f.ID+" "+f.Message+" "+w)
+			}
+		}
+		for ns, want := range byNS {
+			var got []string
+			for _, f := range checkReport(t, "-f", dir, "-n", ns).Findings {
+				for _, w := range f.Waypoints {
+					got = append(got, f.ID+" "+f.Message+" "+w)
+				}
+			}
+			slices.Sort(got)
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				t.Errorf("%s: check -n %s reports for its waypoints\n  %q\nwant (check of every namespace)\n  %q", dir, ns, got, want)
+			}
+			checked++
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no waypoint finding in any waypoint scenario: the comparison proves nothing")
+	}
+}
+
+// crossNamespaceWaypoint is a folder where the waypoint app/waypoint serves the Service
+// other/details, and a selector policy of namespace other is one the waypoint ignores (W01): a
+// check of namespace app must read the policies of namespace other to report it.
+func crossNamespaceWaypoint(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	src := "testdata/scenarios/waypoint/use-waypoint-namespace-allowed"
+	files, err := filepath.Glob(filepath.Join(src, "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("%s: %v", src, err)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const policy = `apiVersion: security.istio.io/v1
+kind: AuthorizationPolicy
+metadata:
+  name: details-by-selector
+  namespace: other
+spec:
+  selector:
+    matchLabels:
+      app: details
+  action: DENY
+  rules:
+  - from:
+    - source:
+        namespaces: ["untrusted"]
+`
+	if err := os.WriteFile(filepath.Join(dir, "other-policies.yaml"), []byte(policy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep := checkReport(t, "-f", dir, "-n", "app")
+	if !slices.ContainsFunc(rep.Findings, func(f explain.Finding) bool {
+		return f.ID == "W01" && f.Resource != nil && f.Resource.Namespace == "other" && slices.Contains(f.Waypoints, "Gateway app/waypoint")
+	}) {
+		t.Errorf("check -n app does not report W01 for the selector policy of namespace other that waypoint app/waypoint ignores: %+v", rep.Findings)
+	}
+	return dir
+}
+
+// checkReport runs check -o json with args and returns its report.
+func checkReport(t *testing.T, args ...string) explain.CheckReport {
+	t.Helper()
+	r := runMain(t, "", append([]string{"check", "-o", "json", "--fail-on", "never", "--allow-partial"}, args...)...)
+	if r.code != ExitOK {
+		t.Fatalf("check %v: %s", args, r)
+	}
+	var rep explain.CheckReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("check %v: %v", args, err)
+	}
+	return rep
 }
 
 // TestCheckExitCodes runs check through Main: 79 when a finding at or above --fail-on is

@@ -37,6 +37,9 @@ type CheckScope struct {
 	// "sidecar": the sidecar's filter chains).
 	Workloads  int            `json:"workloads"`
 	DataPlanes map[string]int `json:"dataPlanes,omitempty"`
+	// Waypoints is the number of waypoints (Gateways of class istio-waypoint) whose answer
+	// (`authz waypoint/NAME`) was explained.
+	Waypoints int `json:"waypoints"`
 	// Diff is set when the findings are those an --overlay change introduces or removes.
 	Diff bool `json:"diff,omitempty"`
 }
@@ -65,10 +68,13 @@ type Finding struct {
 	// Position is the file position of Field (else of Resource) when it was read from a file.
 	Position *provenance.Position `json:"position,omitempty"`
 	// Hosts are the hosts whose answer reports the finding, Clients the client sidecars they
-	// report it for, Workloads the workloads (`Pod ns/name`) whose answer reports it.
+	// report it for, Workloads the workloads (`Pod ns/name`) whose answer reports it,
+	// Waypoints the waypoints.
 	Hosts     []string `json:"hosts,omitempty"`
 	Clients   []string `json:"clients,omitempty"`
 	Workloads []string `json:"workloads,omitempty"`
+	// Waypoints are the waypoints (`Gateway NS/NAME`) whose answers report it.
+	Waypoints []string `json:"waypoints,omitempty"`
 	// Ignored says why the finding is silenced (--ignore, or the mesh-explain.io/ignore
 	// annotation of an object); silenced findings never fail the check.
 	Ignored string `json:"ignored,omitempty"`

@@ -162,6 +162,10 @@ type Snapshot struct {
 	// Incomplete lists kinds that could not be read at all (forbidden, missing CRD), e.g.
 	// "PeerAuthentication". Engines turn these into warnings about what they could not infer.
 	Incomplete map[string]string
+	// Absent are the optional kinds the cluster does not serve (their CRDs are not installed),
+	// with why: none of them can exist, so an answer is whole without them. The Gateway API
+	// Gateway is one: a cluster without it has no waypoint.
+	Absent map[string]string
 }
 
 // RootNamespace is MeshConfig rootNamespace, defaulting to istio-system.

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"context"
+	"slices"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/source"
@@ -15,12 +16,19 @@ import (
 // namespaces and the root namespace. A sidecar's answer also needs the Services of its pod
 // (its ports) and of MeshConfig's ext_authz providers, which the Services of every namespace
 // already hold.
+//
+// The waypoints checked are the Gateways of the namespaces checked; Gateways are read in every
+// namespace, as a workload may use the waypoint of another namespace. A waypoint's answer also
+// needs the AuthorizationPolicies of the namespaces it may serve: those are read too, once a
+// first read shows which namespaces have objects that name a waypoint checked.
 type Check struct {
 	// namespaces are those checked; nil for every namespace.
 	namespaces []string
 	base       source.Spec
 	root       string
 	rootKnown  bool
+	// served are the other namespaces whose objects name a waypoint of namespaces.
+	served []string
 }
 
 // NewCheck plans the reads of a check of namespaces (nil: all). base is the Spec of the
@@ -32,9 +40,10 @@ func NewCheck(namespaces []string, base source.Spec, root string, rootKnown bool
 
 // Reads are the reads of the plan as it stands.
 func (c *Check) Reads() []source.Read {
-	var scoped []string
+	var scoped, policies []string
 	if c.namespaces != nil {
 		scoped = namespaces(append([]string{c.root}, c.namespaces...)...)
+		policies = namespaces(append(slices.Clone(scoped), c.served...)...)
 	}
 	return []source.Read{
 		{Kind: source.KindNamespace},
@@ -47,8 +56,9 @@ func (c *Check) Reads() []source.Read {
 		{Kind: source.KindPeerAuthentication},
 		{Kind: source.KindSidecar, Namespaces: scoped},
 		{Kind: source.KindEnvoyFilter, Namespaces: scoped},
-		{Kind: source.KindAuthorizationPolicy, Namespaces: scoped},
+		{Kind: source.KindAuthorizationPolicy, Namespaces: policies},
 		{Kind: source.KindRequestAuthentication, Namespaces: scoped},
+		{Kind: source.KindGateway},
 	}
 }
 
@@ -60,11 +70,53 @@ func (c *Check) Load(ctx context.Context, load Loader, base source.Spec) (*model
 		s := base
 		s.Reads = c.Reads()
 		snap, err := load(ctx, s)
-		if err != nil || c.rootKnown || snap.RootNamespace() == c.root {
+		if err != nil {
 			return snap, err
 		}
-		c.root, c.rootKnown = snap.RootNamespace(), true
+		again := false
+		if !c.rootKnown && snap.RootNamespace() != c.root {
+			c.root, c.rootKnown, again = snap.RootNamespace(), true, true
+		}
+		if c.namespaces != nil {
+			for _, ns := range waypointClientNamespaces(snap, c.namespaces) {
+				if !slices.Contains(c.namespaces, ns) && !slices.Contains(c.served, ns) {
+					c.served, again = append(c.served, ns), true
+				}
+			}
+		}
+		if !again {
+			return snap, nil
+		}
 	}
+}
+
+// waypointClientNamespaces are the namespaces of the Namespaces, Services and ServiceEntries
+// of snap whose istio.io/use-waypoint label names a waypoint of one of nss (the waypoint's
+// namespace is the object's own, or its istio.io/use-waypoint-namespace label's).
+func waypointClientNamespaces(snap *model.Snapshot, nss []string) []string {
+	var out []string
+	add := func(ns string, l map[string]string) {
+		if _, ok := l[labelUseWaypoint]; !ok {
+			return
+		}
+		wns := ns
+		if o, ok := l[labelUseWaypointNS]; ok {
+			wns = o
+		}
+		if slices.Contains(nss, wns) {
+			out = append(out, ns)
+		}
+	}
+	for _, n := range snap.Namespaces {
+		add(n.Name, n.Labels)
+	}
+	for _, s := range snap.Services {
+		add(s.Namespace, s.Labels)
+	}
+	for _, se := range snap.ServiceEntries {
+		add(se.Namespace, se.Labels)
+	}
+	return namespaces(out...)
 }
 
 // Base is the Spec of the command's flags the plan was made with.

@@ -17,19 +17,19 @@ const (
 )
 
 // Waypoint is what `authz waypoint/NAME` reads: every Namespace (their labels bind services to
-// waypoints), the Gateways of the waypoint's namespace, and the Services, ServiceEntries, pods,
-// WorkloadEntries and AuthorizationPolicies of the waypoint's namespace, the root namespace and
-// every namespace that may bind to it: those whose labels name it, and all of them when its
-// HBONE listener allows other namespaces (a Service's own label may then name it from anywhere).
+// waypoints), every Service and ServiceEntry (their own labels may name the waypoint from any
+// namespace, bound or not, and ext_authz providers are Services), the Gateways of the
+// waypoint's namespace, and the pods, WorkloadEntries and AuthorizationPolicies of the
+// waypoint's namespace, the root namespace and every namespace that may bind to it: those whose
+// labels name it, and all of them when its HBONE listener allows other namespaces.
 type Waypoint struct {
 	ns, name  string
 	base      source.Spec
 	root      string
 	rootKnown bool
 	// served are the other namespaces whose objects are read; all: every namespace.
-	served    []string
-	all       bool
-	providers []string
+	served []string
+	all    bool
 }
 
 // NewWaypoint plans the reads of `authz waypoint/NAME -n NS`.
@@ -50,24 +50,16 @@ func (w *Waypoint) Reads() []source.Read {
 	return []source.Read{
 		{Kind: source.KindNamespace},
 		{Kind: source.KindGateway, Namespaces: namespaces(w.ns)},
-		{Kind: source.KindService, Namespaces: orAll(w.all, namespaces(append(append([]string{w.ns}, w.served...), w.providers...)...))},
-		{Kind: source.KindServiceEntry, Namespaces: objs},
+		{Kind: source.KindService},
+		{Kind: source.KindServiceEntry},
 		{Kind: source.KindPod, Namespaces: objs},
 		{Kind: source.KindWorkloadEntry, Namespaces: objs},
 		{Kind: source.KindAuthorizationPolicy, Namespaces: withRoot},
 	}
 }
 
-func orAll(all bool, nss []string) []string {
-	if all {
-		return nil
-	}
-	return nss
-}
-
 // Load reads the planned kinds, then again with the namespaces the first snapshot shows bound
-// (namespace labels, the Gateway's allowed routes), MeshConfig's root namespace and the
-// namespaces of ext_authz providers.
+// (namespace labels, the Gateway's allowed routes) and MeshConfig's root namespace.
 func (w *Waypoint) Load(ctx context.Context, load Loader) (*model.Snapshot, error) {
 	for {
 		s := w.base
@@ -93,11 +85,6 @@ func (w *Waypoint) Load(ctx context.Context, load Loader) (*model.Snapshot, erro
 		for _, g := range snap.Gateways {
 			if g.Namespace == w.ns && g.Name == w.name && !w.all && allowsOthers(g) {
 				w.all, again = true, true
-			}
-		}
-		for _, pns := range providerNamespaces(snap) {
-			if pns != w.ns && !slices.Contains(w.providers, pns) {
-				w.providers, again = append(w.providers, pns), true
 			}
 		}
 		if !again {

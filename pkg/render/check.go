@@ -128,6 +128,10 @@ func summaryLine(r *explain.CheckReport, counts map[explain.Severity]int, silenc
 	s := r.Scope
 	what := fmt.Sprintf("Checked %s from %s (%s) and %s%s: ", plural(s.Hosts, "host"), plural(s.Clients, "client sidecar"),
 		plural(s.ClientClasses, "class", "classes"), plural(s.Workloads, "workload"), dataPlanes(s.DataPlanes))
+	if s.Waypoints > 0 {
+		what = fmt.Sprintf("Checked %s from %s (%s), %s%s and %s: ", plural(s.Hosts, "host"), plural(s.Clients, "client sidecar"),
+			plural(s.ClientClasses, "class", "classes"), plural(s.Workloads, "workload"), dataPlanes(s.DataPlanes), plural(s.Waypoints, "waypoint"))
+	}
 	if s.Diff {
 		what = "Changes against the live state, " + what
 	}
@@ -288,5 +292,6 @@ func (p *checkTable) affected(f explain.Finding) string {
 	add("hosts", f.Hosts)
 	add("clients", f.Clients)
 	add("workloads", f.Workloads)
+	add("waypoints", f.Waypoints)
 	return strings.Join(parts, "\n")
 }

@@ -241,9 +241,8 @@ func (l *loader) readLive(ctx context.Context, c *clients) error {
 		case t.kind.istio && !t.get && crdMissing(t.err):
 			missing[t.kind.kind] = true
 		case t.kind.kind == KindGateway && crdMissing(t.err):
-			msg := "the Gateway API CRDs are not installed in this cluster: Gateways could not be read (no waypoint can be explained)"
-			l.incomplete[KindGateway] = msg
-			l.issue(model.LoadIssue{Severity: "warning", Message: msg, Incomplete: []string{KindGateway}})
+			// No Gateway API, no waypoint: nothing is missing from the answer.
+			l.absent[KindGateway] = "the Gateway API CRDs are not installed in this cluster"
 		case t.kind.kind == KindNode:
 			nodesFailed = append(nodesFailed, t)
 		default:

@@ -209,6 +209,7 @@ func TestDeniedReadsMakeKindsIncomplete(t *testing.T) {
 		deny           func(f *fakeCluster)
 		wantObjects    []string
 		wantIncomplete map[string]string
+		wantAbsent     map[string]string
 		wantIssues     []issue
 	}{
 		{
@@ -316,6 +317,9 @@ func TestDeniedReadsMakeKindsIncomplete(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.wantIssues, issues(snap)); diff != "" {
 				t.Errorf("issues (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantAbsent, snap.Absent); diff != "" {
+				t.Errorf("absent (-want +got):\n%s", diff)
 			}
 			if snap.MeshConfig.GetConnectTimeout().AsDuration() != 10*time.Second {
 				t.Errorf("mesh config is not the default")

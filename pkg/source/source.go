@@ -188,6 +188,7 @@ type loader struct {
 
 	issues     []model.LoadIssue
 	incomplete map[string]string
+	absent     map[string]string
 
 	fileMesh *meshInput
 	liveMesh *meshInput
@@ -285,6 +286,7 @@ func newLoader(s Spec) *loader {
 		fromFile:   map[model.ObjectKey]bool{},
 		loc:        &locator{objs: map[model.ObjectKey]located{}},
 		incomplete: map[string]string{},
+		absent:     map[string]string{},
 		plan:       readScopes(s.Reads),
 	}
 }
@@ -369,6 +371,9 @@ func (l *loader) snapshot() *model.Snapshot {
 		Sources:              l.sources,
 		Issues:               l.issues,
 		Incomplete:           l.incomplete,
+	}
+	if len(l.absent) > 0 {
+		snap.Absent = l.absent
 	}
 	for _, o := range l.objs {
 		addToSnapshot(snap, o)

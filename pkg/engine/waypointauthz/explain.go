@@ -89,6 +89,8 @@ func Find(snap *model.Snapshot, q Query) (*gatewayv1.Gateway, error) {
 		hint = "waypoints in the namespace: " + strings.Join(names, ", ")
 	} else if why, ok := snap.Incomplete["Gateway"]; ok {
 		hint = "Gateways could not be read: " + why
+	} else if why, ok := snap.Absent["Gateway"]; ok {
+		hint = why + ": no Gateway, so no waypoint, can exist"
 	}
 	return nil, &explain.NotFoundError{What: fmt.Sprintf("waypoint %s (a Gateway of class %s) in namespace %s", q.Name, ClassName, q.Namespace), Hint: hint}
 }

@@ -24,23 +24,34 @@ import (
 )
 
 // Union is the union of the diagnostics of many answers, by cause (check.Key), with the hosts,
-// clients and workloads whose answers report each.
+// clients, workloads and waypoints whose answers report each.
 type Union map[string]*Affected
 
-// Affected are the hosts, clients and workloads of one cause.
+// Affected are the hosts, clients, workloads and waypoints of one cause.
 type Affected struct {
-	Hosts, Clients, Workloads, Messages map[string]bool
+	Hosts, Clients, Workloads, Waypoints, Messages map[string]bool
+}
+
+// affected is the cause of d, added to u if new.
+func (u Union) affected(d explain.Diagnostic) *Affected {
+	k := check.Key(d)
+	a := u[k]
+	if a == nil {
+		a = &Affected{Hosts: map[string]bool{}, Clients: map[string]bool{}, Workloads: map[string]bool{}, Waypoints: map[string]bool{}, Messages: map[string]bool{}}
+		u[k] = a
+	}
+	a.Messages[d.Message] = true
+	return a
+}
+
+// AddWaypoint records d from the answer for waypoint (`Gateway NS/NAME`).
+func (u Union) AddWaypoint(d explain.Diagnostic, waypoint string) {
+	u.affected(d).Waypoints[waypoint] = true
 }
 
 // Add records d from the answer for host as seen by client, or for workload.
 func (u Union) Add(d explain.Diagnostic, host, client, workload string) {
-	k := check.Key(d)
-	a := u[k]
-	if a == nil {
-		a = &Affected{Hosts: map[string]bool{}, Clients: map[string]bool{}, Workloads: map[string]bool{}, Messages: map[string]bool{}}
-		u[k] = a
-	}
-	a.Messages[d.Message] = true
+	a := u.affected(d)
 	if host != "" {
 		a.Hosts[host] = true
 	}
@@ -82,6 +93,9 @@ func Compare(t testing.TB, name string, rep *explain.CheckReport, u Union) {
 		if !same(f.Workloads, a.Workloads) {
 			t.Errorf("%s: %s %s: workloads %v, want %v", name, f.ID, f.Message, f.Workloads, slices.Sorted(maps.Keys(a.Workloads)))
 		}
+		if !same(f.Waypoints, a.Waypoints) {
+			t.Errorf("%s: %s %s: waypoints %v, want %v", name, f.ID, f.Message, f.Waypoints, slices.Sorted(maps.Keys(a.Waypoints)))
+		}
 		for c := range a.Clients {
 			ns := strings.TrimPrefix(c, "Namespace ")
 			if rest, ok := strings.CutPrefix(c, "Pod "); ok {
@@ -94,7 +108,7 @@ func Compare(t testing.TB, name string, rep *explain.CheckReport, u Union) {
 	}
 	for k, f := range got {
 		if _, ok := u[k]; !ok {
-			t.Errorf("%s: check reports %s %q, which no per-host or per-workload answer reports", name, f.ID, f.Message)
+			t.Errorf("%s: check reports %s %q, which no per-host, per-workload or per-waypoint answer reports", name, f.ID, f.Message)
 		}
 	}
 }
