@@ -145,6 +145,10 @@ func (e *explanation) buildDiagnostics(b *build) []explain.Diagnostic {
 	where := "the direct-tcp chain"
 	if b.svc != nil {
 		where = "the TCP chains of " + b.svc.host
+	} else if !e.workloadsBound() {
+		// The direct chains match only the addresses of the workloads bound to the waypoint
+		// (buildWaypointInternal): without one, no traffic reaches them.
+		hasTCP = false
 	}
 	if hasTCP {
 		for _, r := range b.rbac.Rules {
@@ -176,6 +180,17 @@ func (e *explanation) buildDiagnostics(b *build) []explain.Diagnostic {
 			fixOf(diag.WaypointCustomProviderUnusable), refs...))
 	}
 	return ds
+}
+
+// workloadsBound reports whether a pod or WorkloadEntry is bound to the waypoint: only then
+// does traffic reach its direct chains.
+func (e *explanation) workloadsBound() bool {
+	for _, b := range e.bind {
+		if b.Bound && (b.Kind == kindPod || b.Kind == kindWorkloadEntry) {
+			return true
+		}
+	}
+	return false
 }
 
 // fixOf is the catalogue's fix of id.

@@ -154,6 +154,24 @@ func TestDiagnosticsOfScenarios(t *testing.T) {
 	}
 }
 
+// The direct chains carry only traffic addressed to a workload bound to the waypoint: a Gateway
+// policy whose HTTP-only rule is left out of the direct-tcp chain is worth W06 only when one is.
+func TestDirectChainW06OnlyWithBoundWorkloads(t *testing.T) {
+	direct := func(r *explain.Result) bool {
+		return slices.ContainsFunc(r.Diagnostics, func(d explain.Diagnostic) bool {
+			return d.ID == "W06" && strings.Contains(d.Message, "direct-tcp chain")
+		})
+	}
+	if r := explainScenario(t, "bind-service"); direct(r) {
+		t.Errorf("bind-service (no workload bound): W06 on the direct-tcp chain: %v", r.Diagnostics)
+	}
+	for _, s := range []string{"bind-pod-workload-waypoint", "bind-pod-all-traffic-waypoint"} {
+		if r := explainScenario(t, s); !direct(r) {
+			t.Errorf("%s (a pod bound): no W06 on the direct-tcp chain: %v", s, r.Diagnostics)
+		}
+	}
+}
+
 // A missing Gateway and one of another class are errors naming what was asked.
 func TestFind(t *testing.T) {
 	dir := filepath.Join(testkit.RepoRoot(t), "testdata", "scenarios", "waypoint", "bind-namespace")
