@@ -40,15 +40,16 @@ type gaps struct {
 }
 
 // unread returns the gaps of a snapshot: each kind that could not be read (forbidden, failed,
-// timed out), the mesh config, and each object skipped as malformed.
-func unread(snap *model.Snapshot) gaps {
+// timed out), the mesh config, and each object skipped as malformed. Kinds in optional are
+// not gaps for this answer (their load warning is printed all the same).
+func unread(snap *model.Snapshot, optional ...string) gaps {
 	var g gaps
 	if snap == nil {
 		return g
 	}
 	for _, kind := range source.Kinds() {
 		why, ok := snap.Incomplete[kind]
-		if !ok || slices.Contains(optionalKinds, kind) {
+		if !ok || slices.Contains(optionalKinds, kind) || slices.Contains(optional, kind) {
 			continue
 		}
 		g.what = append(g.what, source.Plural(kind))

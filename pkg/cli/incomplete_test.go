@@ -89,6 +89,37 @@ func TestCheckIncomplete(t *testing.T) {
 	}
 }
 
+// `check` reads Gateways only for the waypoint findings of ambient pods (W09, W10): a cluster
+// whose Gateways cannot be read (no Gateway API CRDs, or forbidden) gets the warning, not an
+// incomplete report.
+func TestCheckUnreadGatewaysNeverFailTheReport(t *testing.T) {
+	t.Chdir(repoRoot(t))
+	const dir = "testdata/scenarios/authz/waypoint-allow-clients-only"
+	denied := "forbidden: alice cannot list gateways.gateway.networking.k8s.io at the cluster scope"
+	load := deniedCluster(dir, map[string]string{"Gateway": denied})
+	r := runWithLoad(t, load, "check", "-o", "json", "--fail-on", "never")
+	if r.code != ExitOK || !strings.Contains(r.stderr, denied) || strings.Contains(r.stderr, "Gatewaies") {
+		t.Fatalf("got %s", r)
+	}
+	var rep explain.CheckReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Incomplete) > 0 {
+		t.Errorf("incomplete = %q, want none", rep.Incomplete)
+	}
+	for _, f := range rep.Findings {
+		if f.ID == "W09" {
+			t.Errorf("W09 without the Gateway: %+v", f)
+		}
+	}
+	// The same folder with its Gateway: check reports W09.
+	r = runMain(t, "", "check", "-f", dir, "-o", "json", "--fail-on", "never")
+	if r.code != ExitOK || !strings.Contains(r.stdout, `"W09"`) {
+		t.Errorf("with the Gateway: got %s", r)
+	}
+}
+
 // "not found" is said only when the list that would have found the subject was read: a
 // forbidden Services list is an error naming the forbidden list.
 func TestNotFoundOnlyWhenTheListWasRead(t *testing.T) {

@@ -14,7 +14,8 @@ import (
 // and the RequestAuthentications a sidecar's request principals need) only in their
 // namespaces and the root namespace. A sidecar's answer also needs the Services of its pod
 // (its ports) and of MeshConfig's ext_authz providers, which the Services of every namespace
-// already hold.
+// already hold. An ambient pod's answer also needs the waypoint Gateways its Services (or the
+// pod) use, in any namespace.
 type Check struct {
 	// namespaces are those checked; nil for every namespace.
 	namespaces []string
@@ -49,6 +50,8 @@ func (c *Check) Reads() []source.Read {
 		{Kind: source.KindEnvoyFilter, Namespaces: scoped},
 		{Kind: source.KindAuthorizationPolicy, Namespaces: scoped},
 		{Kind: source.KindRequestAuthentication, Namespaces: scoped},
+		// The waypoints in front of ambient pods (W09, W10), wherever they live.
+		{Kind: source.KindGateway},
 	}
 }
 
