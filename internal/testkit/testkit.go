@@ -12,6 +12,7 @@ import (
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 )
@@ -48,6 +49,8 @@ func Add(s *model.Snapshot, objs ...any) {
 			s.PeerAuthentications = append(s.PeerAuthentications, o)
 		case *securityv1.AuthorizationPolicy:
 			s.AuthorizationPolicies = append(s.AuthorizationPolicies, o)
+		case *gatewayv1.Gateway:
+			s.Gateways = append(s.Gateways, o)
 		default:
 			panic(fmt.Sprintf("testkit.Add: a Snapshot holds no %T", o))
 		}

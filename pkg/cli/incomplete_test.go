@@ -5,10 +5,13 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/source"
 )
 
 const drDenied = "forbidden: alice cannot list destinationrules.networking.istio.io in namespace default"
@@ -86,6 +89,52 @@ func TestCheckIncomplete(t *testing.T) {
 	}
 	if r := runWithLoad(t, load, "check", "-n", "default", "--fail-on", "never", "--allow-partial"); r.code != ExitOK {
 		t.Errorf("--allow-partial: got %s", r)
+	}
+}
+
+// `check` needs the Gateways for its waypoints and for the waypoint findings of ambient pods
+// (W09, W10): Gateways that cannot be read (forbidden) make the report incomplete; a cluster
+// without the Gateway API CRDs has no waypoint, and its report is whole.
+func TestCheckUnreadGateways(t *testing.T) {
+	t.Chdir(repoRoot(t))
+	const dir = "testdata/scenarios/authz/waypoint-allow-clients-only"
+	decode := func(r result) explain.CheckReport {
+		t.Helper()
+		var rep explain.CheckReport
+		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+			t.Fatalf("%v: %s", err, r)
+		}
+		for _, f := range rep.Findings {
+			if f.ID == "W09" {
+				t.Errorf("W09 without the Gateway: %+v", f)
+			}
+		}
+		return rep
+	}
+	denied := "forbidden: alice cannot list gateways.gateway.networking.k8s.io at the cluster scope"
+	r := runWithLoad(t, deniedCluster(dir, map[string]string{"Gateway": denied}), "check", "-o", "json", "--fail-on", "never")
+	if r.code != ExitIncomplete || !strings.Contains(r.stderr, denied) || strings.Contains(r.stderr, "Gatewaies") {
+		t.Fatalf("Gateways forbidden: got %s", r)
+	}
+	if rep := decode(r); !slices.Contains(rep.Incomplete, "Gateways") {
+		t.Errorf("Gateways forbidden: incomplete = %q, want Gateways", rep.Incomplete)
+	}
+	absent := fileCluster(dir, func(_ source.Spec, snap *model.Snapshot) error {
+		snap.Gateways = nil
+		snap.Absent = map[string]string{"Gateway": "the Gateway API CRDs are not installed in this cluster"}
+		return nil
+	})
+	r = runWithLoad(t, absent, "check", "-o", "json", "--fail-on", "never")
+	if r.code != ExitOK {
+		t.Fatalf("no Gateway API: got %s", r)
+	}
+	if rep := decode(r); len(rep.Incomplete) > 0 {
+		t.Errorf("no Gateway API: incomplete = %q, want none", rep.Incomplete)
+	}
+	// The same folder with its Gateway: check reports W09.
+	r = runMain(t, "", "check", "-f", dir, "-o", "json", "--fail-on", "never")
+	if r.code != ExitOK || !strings.Contains(r.stdout, `"W09"`) {
+		t.Errorf("with the Gateway: got %s", r)
 	}
 }
 

@@ -18,9 +18,11 @@ import (
 // already hold.
 //
 // The waypoints checked are the Gateways of the namespaces checked; Gateways are read in every
-// namespace, as a workload may use the waypoint of another namespace. A waypoint's answer also
-// needs the AuthorizationPolicies of the namespaces it may serve: those are read too, once a
-// first read shows which namespaces have objects that name a waypoint checked.
+// namespace, as an ambient pod's answer needs the waypoints its Services (or the pod) use,
+// wherever they live (W09, W10). A waypoint's answer also needs the AuthorizationPolicies of
+// the namespaces it may serve, and a pod's the targetRef policies of the waypoints it uses:
+// those are read too, once a first read shows which namespaces have objects that name a
+// waypoint checked, and which namespaces hold the waypoints the objects checked use.
 type Check struct {
 	// namespaces are those checked; nil for every namespace.
 	namespaces []string
@@ -78,7 +80,7 @@ func (c *Check) Load(ctx context.Context, load Loader, base source.Spec) (*model
 			c.root, c.rootKnown, again = snap.RootNamespace(), true, true
 		}
 		if c.namespaces != nil {
-			for _, ns := range waypointClientNamespaces(snap, c.namespaces) {
+			for _, ns := range append(waypointClientNamespaces(snap, c.namespaces), usedWaypointNamespaces(snap, c.namespaces)...) {
 				if !slices.Contains(c.namespaces, ns) && !slices.Contains(c.served, ns) {
 					c.served, again = append(c.served, ns), true
 				}
@@ -121,3 +123,30 @@ func waypointClientNamespaces(snap *model.Snapshot, nss []string) []string {
 
 // Base is the Spec of the command's flags the plan was made with.
 func (c *Check) Base() source.Spec { return c.base }
+
+// usedWaypointNamespaces are the namespaces named by the istio.io/use-waypoint-namespace label
+// of the Namespaces, Services, ServiceEntries and Pods of nss that use a waypoint.
+func usedWaypointNamespaces(snap *model.Snapshot, nss []string) []string {
+	var out []string
+	add := func(ns string, l map[string]string) {
+		if _, ok := l[labelUseWaypoint]; !ok || !slices.Contains(nss, ns) {
+			return
+		}
+		if o, ok := l[labelUseWaypointNS]; ok {
+			out = append(out, o)
+		}
+	}
+	for _, n := range snap.Namespaces {
+		add(n.Name, n.Labels)
+	}
+	for _, s := range snap.Services {
+		add(s.Namespace, s.Labels)
+	}
+	for _, se := range snap.ServiceEntries {
+		add(se.Namespace, se.Labels)
+	}
+	for _, p := range snap.Pods {
+		add(p.Namespace, p.Labels)
+	}
+	return namespaces(out...)
+}

@@ -261,7 +261,7 @@ func (c *clients) silent(err error) bool {
 
 // plural spells a kind in the plural: DestinationRules, ServiceEntries, AuthorizationPolicies.
 func plural(kind string) string {
-	if strings.HasSuffix(kind, "y") {
+	if strings.HasSuffix(kind, "y") && !strings.HasSuffix(kind, "ay") && !strings.HasSuffix(kind, "ey") {
 		return strings.TrimSuffix(kind, "y") + "ies"
 	}
 	return kind + "s"

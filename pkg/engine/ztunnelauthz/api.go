@@ -4,7 +4,8 @@
 //
 // It owns: ambient capture, the effective PeerAuthentication chain, PeerAuthentication and
 // AuthorizationPolicy conversion, the workload's policy key list, and the authz diagnostics.
-// It may import: model, explain, provenance; istio.io/api and istio.io/client-go API types;
+// It may import: model, explain, provenance; engine/waypointauthz (which waypoints istiod binds
+// in front of the workload, and their identity); istio.io/api and istio.io/client-go API types;
 // k8s.io/api and k8s.io/apimachinery types; sigs.k8s.io/yaml.
 // It must not import cli, render, source, cobra, lipgloss or client-go clients.
 // The rules it follows: docs/semantics/authz.md, with the file and function of istio.io/istio

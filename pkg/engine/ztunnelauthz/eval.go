@@ -33,6 +33,16 @@ type conn struct {
 	port uint32
 	// plaintext: no peer identity (a connection that did not arrive over HBONE).
 	plaintext bool
+	// peer is the peer identity when it is known (a waypoint's); nil: unknown.
+	peer *peer
+}
+
+// peer is a known SPIFFE identity: `<trust domain>/ns/<namespace>/sa/<service account>`, the
+// form ztunnel matches principals against.
+type peer struct{ trustDomain, namespace, serviceAccount string }
+
+func (p *peer) principal() string {
+	return p.trustDomain + "/ns/" + p.namespace + "/sa/" + p.serviceAccount
 }
 
 // evalPolicy is ztunnel's Authorization::matches (src/rbac.rs): a policy matches when any group
@@ -74,16 +84,18 @@ func evalClause(r *Rules, c conn) tri {
 }
 
 // evalMatch judges one Match. Without a peer identity every principal and service-account
-// predicate is false (presence included) and the namespace is "". With an unknown identity
-// those predicates are unknown. IP predicates are always unknown offline.
+// predicate is false (presence included) and the namespace is "". With a known identity they
+// are decided; with an unknown one they are unknown. IP predicates are always unknown offline.
 func evalMatch(m *Match, c conn) tri {
 	res := triYes
-	identity := func(n int, plain tri) tri {
-		if n == 0 {
+	identity := func(n int, plain, known tri) tri {
+		switch {
+		case n == 0:
 			return triYes
-		}
-		if c.plaintext {
+		case c.plaintext:
 			return plain
+		case c.peer != nil:
+			return known
 		}
 		return triMaybe
 	}
@@ -95,13 +107,22 @@ func evalMatch(m *Match, c conn) tri {
 		}
 		return false
 	}
+	anySA := func(ms []*ServiceAccountMatch) bool {
+		return c.peer != nil && slices.ContainsFunc(ms, func(s *ServiceAccountMatch) bool {
+			return s.Namespace == c.peer.namespace && s.ServiceAccount == c.peer.serviceAccount
+		})
+	}
+	var principal, ns string
+	if c.peer != nil {
+		principal, ns = c.peer.principal(), c.peer.namespace
+	}
 	// Positive lists: empty or any value matches; negative lists: none matches.
-	res = triAnd(res, identity(len(m.Principals), triNo))
-	res = triAnd(res, identity(len(m.NotPrincipals), triYes))
-	res = triAnd(res, identity(len(m.ServiceAccounts), triNo))
-	res = triAnd(res, identity(len(m.NotServiceAccounts), triYes))
-	res = triAnd(res, identity(len(m.Namespaces), triOf(anyString(m.Namespaces, ""))))
-	res = triAnd(res, identity(len(m.NotNamespaces), triNot(triOf(anyString(m.NotNamespaces, "")))))
+	res = triAnd(res, identity(len(m.Principals), triNo, triOf(anyString(m.Principals, principal))))
+	res = triAnd(res, identity(len(m.NotPrincipals), triYes, triNot(triOf(anyString(m.NotPrincipals, principal)))))
+	res = triAnd(res, identity(len(m.ServiceAccounts), triNo, triOf(anySA(m.ServiceAccounts))))
+	res = triAnd(res, identity(len(m.NotServiceAccounts), triYes, triNot(triOf(anySA(m.NotServiceAccounts)))))
+	res = triAnd(res, identity(len(m.Namespaces), triOf(anyString(m.Namespaces, "")), triOf(anyString(m.Namespaces, ns))))
+	res = triAnd(res, identity(len(m.NotNamespaces), triNot(triOf(anyString(m.NotNamespaces, ""))), triNot(triOf(anyString(m.NotNamespaces, ns)))))
 	for _, ips := range [][]*Address{m.SourceIps, m.NotSourceIps, m.DestinationIps, m.NotDestinationIps} {
 		if len(ips) > 0 {
 			res = triAnd(res, triMaybe)

@@ -100,6 +100,7 @@ func explainPod(snap *model.Snapshot, p *pool, pod *corev1.Pod, q Query) *explai
 	w.res.Diagnostics = append(w.res.Diagnostics, w.keyDiagnostics()...)
 	w.res.Diagnostics = append(w.res.Diagnostics, w.policyDiagnostics()...)
 	w.res.Diagnostics = append(w.res.Diagnostics, w.servicePortDiagnostics()...)
+	w.res.Diagnostics = append(w.res.Diagnostics, w.waypointDiagnostics()...)
 	w.res.Diagnostics = append(w.res.Diagnostics, w.loadDiagnostics()...)
 	if w.res.Objects == nil {
 		w.res.Objects = []explain.Object{}

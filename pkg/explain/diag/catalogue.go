@@ -98,6 +98,8 @@ const (
 	WaypointHTTPFieldsOnTCP         ID = "W06"
 	WaypointCustomProviderUnusable  ID = "W07"
 	WaypointBindingRefused          ID = "W08"
+	WaypointIdentityRejected        ID = "W09"
+	WaypointBypassedByPlaintext     ID = "W10"
 )
 
 const (
@@ -275,6 +277,10 @@ var Catalogue = []Entry{
 		Fix: "define the provider in MeshConfig extensionProviders, with a service that exists, or fix the name"},
 	{ID: WaypointBindingRefused, Severity: sevWarning, Title: "object names the waypoint but is not bound",
 		Fix: "allow the namespace on the waypoint's HBONE listener (allowedRoutes), or set the istio.io/waypoint-for label the traffic needs"},
+	{ID: WaypointIdentityRejected, Severity: sevError, Title: "ztunnel policy rejects what the waypoint forwards",
+		Fix: "allow the waypoint's identity at ztunnel (an ALLOW rule for principal <trust domain>/ns/<waypoint namespace>/sa/<waypoint service account>, or PILOT_AUTO_ALLOW_WAYPOINT_POLICY on istiod), and move client rules to a targetRef policy on the waypoint"},
+	{ID: WaypointBypassedByPlaintext, Severity: sevWarning, Title: "plaintext clients bypass the waypoint's policies",
+		Fix: "make the pod's PeerAuthentication STRICT, and allow the waypoint's identity at ztunnel so mesh clients go through the waypoint"},
 }
 
 var index = func() map[ID]Entry {
