@@ -7,8 +7,11 @@
 # It starts a real kube-apiserver and etcd (hack/kube-env.sh), fills them with the synthetic mesh
 # of hack/meshgen (--scale 1: 10,000 Services over 100 namespaces, 20,000 Pods, 5,000
 # DestinationRules, 2,000 PeerAuthentications, 1,000 AuthorizationPolicies, 1,000
-# VirtualServices), writes the same objects to files, and measures side by side:
-#   1. kubectl mesh-explain cluster/authz live (wall time, peak RSS);
+# VirtualServices, a waypoint in each of the 25 ambient namespaces with 1,000 more
+# AuthorizationPolicies attached to them by targetRefs), writes the same objects to files, and
+# measures side by side:
+#   1. kubectl mesh-explain cluster/authz (ambient pod, sidecar pod, waypoint) live (wall time,
+#      peak RSS);
 #   2. the bare API reads those commands make, issued by a minimal client (meshgen bare-reads);
 #   3. the same explains offline with -f on the files;
 #   4. `check -A` live, its bare reads, and `check -A -f` on the files beside `istioctl analyze
@@ -34,7 +37,7 @@ seed=1
 workers=8
 engine_timeout=20m
 
-usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; }
 # shellcheck disable=SC2086 # BENCH_FLAGS is a list of words
 set -- ${BENCH_FLAGS:-} "$@"
 while [[ $# -gt 0 ]]; do
@@ -141,6 +144,7 @@ if ! skipped engine; then
   bench ClusterExplainHost ./pkg/engine/envoycluster "$root" 1s "$repeat"
   bench ClusterIndexBuild ./pkg/engine/envoycluster "$root" 1s "$repeat"
   bench AuthzExplainWorkload ./pkg/engine/ztunnelauthz "$root" 1s "$repeat"
+  bench WaypointExplain ./pkg/engine/waypointauthz "$root" 1s "$repeat"
   bench ClusterEveryClusterOfProxy ./pkg/engine/envoycluster "$root" 1s "$repeat"
 fi
 if ! skipped istio; then

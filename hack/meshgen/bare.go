@@ -77,8 +77,8 @@ type pluginArgs struct {
 	allNamespaces bool
 }
 
-// parsePluginArgs reads a `cluster HOST ...`, `authz pod/NAME ...` or `check [-A] ...` command
-// line.
+// parsePluginArgs reads a `cluster HOST ...`, `authz pod/NAME ...`, `authz waypoint/NAME ...` or
+// `check [-A] ...` command line.
 func parsePluginArgs(args []string) (pluginArgs, error) {
 	a := pluginArgs{istioNamespace: "istio-system"}
 	var pos []string
@@ -119,7 +119,7 @@ func parsePluginArgs(args []string) (pluginArgs, error) {
 		}
 	}
 	if len(pos) == 0 {
-		return a, errors.New("want cluster HOST, authz pod/NAME or check")
+		return a, errors.New("want cluster HOST, authz pod/NAME, authz waypoint/NAME or check")
 	}
 	a.verb = pos[0]
 	if len(pos) > 1 {
@@ -132,7 +132,7 @@ func parsePluginArgs(args []string) (pluginArgs, error) {
 }
 
 // planFor returns the reads the plugin plans for a command line, from the plugin's own plan
-// (pkg/plan Cluster.Reads, Authz.Reads and Check.Reads), for a cluster whose mesh ConfigMap names
+// (pkg/plan Cluster.Reads, Authz.Reads, Waypoint.Reads and Check.Reads), for a cluster whose mesh ConfigMap names
 // --istio-namespace as the root namespace (the generated mesh does).
 func planFor(a pluginArgs) ([]source.Read, error) {
 	root := a.istioNamespace
@@ -150,6 +150,13 @@ func planFor(a pluginArgs) ([]source.Read, error) {
 		}
 		return plan.NewCluster(q, source.Spec{}, root, true, false).Reads(), nil
 	case "authz":
+		if kind, name, ok := strings.Cut(a.target, "/"); ok && a.selector == "" && (kind == "waypoint" || kind == "waypoints") {
+			// The plan reads again only for namespaces whose labels bind them to the waypoint
+			// from elsewhere, a Gateway that lets other namespaces bind, ext_authz providers in
+			// other namespaces or another root namespace: the generated mesh has none, so its
+			// first reads are its last.
+			return plan.NewWaypoint(a.namespace, name, source.Spec{}, root, true).Reads(), nil
+		}
 		q := plan.AuthzQuery{Namespace: a.namespace, Selector: a.selector}
 		if kind, name, ok := strings.Cut(a.target, "/"); ok && a.selector == "" {
 			switch kind {

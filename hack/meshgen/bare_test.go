@@ -193,12 +193,46 @@ func TestCheckPlanReads(t *testing.T) {
 	}
 }
 
+// The waypoint's reads are pkg/plan Waypoint's: every Namespace (their labels bind), and the
+// Gateways, Services, pods, ServiceEntries, WorkloadEntries and AuthorizationPolicies (those of
+// the root namespace too) of the waypoint's namespace.
+func TestWaypointPlanReads(t *testing.T) {
+	a, err := parsePluginArgs(strings.Fields("authz waypoint/waypoint -n ns-002 -o json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads, err := planFor(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, task := range tasksFor(reads, a.istioNamespace) {
+		paths = append(paths, task.path)
+	}
+	want := []string{
+		"/api/v1/namespaces",
+		"/api/v1/namespaces/ns-002/services",
+		"/api/v1/namespaces/ns-002/pods",
+		"/apis/networking.istio.io/v1/namespaces/ns-002/serviceentries",
+		"/apis/networking.istio.io/v1/namespaces/ns-002/workloadentries",
+		"/apis/security.istio.io/v1/namespaces/istio-system/authorizationpolicies",
+		"/apis/security.istio.io/v1/namespaces/ns-002/authorizationpolicies",
+		"/apis/gateway.networking.k8s.io/v1/namespaces/ns-002/gateways",
+		"/api/v1/namespaces/istio-system/configmaps/istio",
+		"/apis/apps/v1/namespaces/istio-system/deployments?labelSelector=app%3Distiod",
+	}
+	if strings.Join(paths, "\n") != strings.Join(want, "\n") {
+		t.Errorf("waypoint reads:\n%s\nwant:\n%s", strings.Join(paths, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 // TestBareKindsCoverThePlans checks that every kind the plans read has a REST resource here:
 // a kind missing from bareKinds would silently drop its reads from the comparison.
 func TestBareKindsCoverThePlans(t *testing.T) {
 	for _, args := range []string{
 		"cluster svc-00000.ns-000.svc.cluster.local -n ns-001 --from pod/p",
 		"authz pod/p -n ns-002",
+		"authz waypoint/waypoint -n ns-002",
 		"check -A",
 		"check -n ns-003",
 	} {

@@ -17,14 +17,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/internal/testkit/meshgen"
 )
 
 // writer creates generated objects in an API server.
 type writer struct {
-	kube  kubernetes.Interface
-	istio istioclient.Interface
+	kube    kubernetes.Interface
+	istio   istioclient.Interface
+	gateway gatewayclient.Interface
 }
 
 func newWriter(kubeconfig string) (*writer, error) {
@@ -43,11 +46,15 @@ func newWriter(kubeconfig string) (*writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &writer{kube: kube, istio: istio}, nil
+	gateway, err := gatewayclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &writer{kube: kube, istio: istio, gateway: gateway}, nil
 }
 
-// create creates o; an object that exists already is left alone (a Pod still gets its status
-// when it has none).
+// create creates o; an object that exists already is left alone (a Pod or a Gateway still gets
+// its status when it has none).
 func (w *writer) create(ctx context.Context, o meshgen.Object) error {
 	opts := metav1.CreateOptions{}
 	var err error
@@ -70,6 +77,8 @@ func (w *writer) create(ctx context.Context, o meshgen.Object) error {
 		_, err = w.istio.SecurityV1().PeerAuthentications(o.Namespace).Create(ctx, o, opts)
 	case *securityv1.AuthorizationPolicy:
 		_, err = w.istio.SecurityV1().AuthorizationPolicies(o.Namespace).Create(ctx, o, opts)
+	case *gatewayv1.Gateway:
+		return w.createGateway(ctx, o)
 	default:
 		return fmt.Errorf("cannot create %T", o)
 	}
@@ -100,6 +109,30 @@ func (w *writer) createPod(ctx context.Context, p *corev1.Pod) error {
 	}
 	got.Status.StartTime = &now
 	_, err = pods.UpdateStatus(ctx, got, metav1.UpdateOptions{})
+	return err
+}
+
+// createGateway creates a Gateway and then sets its status, as istiod does once it has deployed
+// a waypoint: the API server drops the status of a create (the Gateway CRD has a status
+// subresource and defaults it to Pending), and no istiod runs here. Without status.addresses the
+// plugin would answer for a waypoint not yet programmed.
+func (w *writer) createGateway(ctx context.Context, g *gatewayv1.Gateway) error {
+	gws := w.gateway.GatewayV1().Gateways(g.Namespace)
+	got, err := gws.Create(ctx, g, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		got, err = gws.Get(ctx, g.Name, metav1.GetOptions{})
+		if err == nil && len(got.Status.Addresses) > 0 {
+			return nil
+		}
+	}
+	if err != nil {
+		return err
+	}
+	got.Status = *g.Status.DeepCopy()
+	for i := range got.Status.Conditions {
+		got.Status.Conditions[i].ObservedGeneration = got.Generation
+	}
+	_, err = gws.UpdateStatus(ctx, got, metav1.UpdateOptions{})
 	return err
 }
 

@@ -96,6 +96,8 @@ func (s *sizeFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&s.sizes.VirtualServices, "virtualservices", 0, "override the number of VirtualServices")
 	fs.IntVar(&s.sizes.PeerAuthentications, "peerauthentications", 0, "override the number of PeerAuthentications")
 	fs.IntVar(&s.sizes.AuthorizationPolicies, "authorizationpolicies", 0, "override the number of AuthorizationPolicies")
+	fs.IntVar(&s.sizes.Waypoints, "waypoints", 0, "override the number of waypoints (at most one per ambient namespace; default: one in each)")
+	fs.IntVar(&s.sizes.WaypointPolicies, "waypointpolicies", 0, "override the number of AuthorizationPolicies attached to waypoints by targetRefs")
 }
 
 func (s *sizeFlags) config() meshgen.Config {
@@ -117,6 +119,10 @@ func (s *sizeFlags) sizesAt(f float64) meshgen.Sizes {
 	set(&out.VirtualServices, s.sizes.VirtualServices)
 	set(&out.PeerAuthentications, s.sizes.PeerAuthentications)
 	set(&out.AuthorizationPolicies, s.sizes.AuthorizationPolicies)
+	set(&out.WaypointPolicies, s.sizes.WaypointPolicies)
+	// One waypoint per ambient namespace unless told otherwise, however many namespaces.
+	out.Waypoints = meshgen.AmbientNamespaces(out.Namespaces)
+	set(&out.Waypoints, s.sizes.Waypoints)
 	return out
 }
 
@@ -198,5 +204,7 @@ func queries(args []string) error {
 	q := meshgen.QueriesFor(sf.config())
 	fmt.Println("kubectl mesh-explain " + strings.Join(q.ClusterArgs(), " "))
 	fmt.Println("kubectl mesh-explain " + strings.Join(q.AuthzArgs(), " "))
+	fmt.Println("kubectl mesh-explain " + strings.Join(q.SidecarAuthzArgs(), " "))
+	fmt.Println("kubectl mesh-explain " + strings.Join(q.WaypointAuthzArgs(), " "))
 	return nil
 }

@@ -51,8 +51,8 @@ type Machine struct {
 // Step is one measured command and its samples.
 type Step struct {
 	Name string `json:"name"`
-	// Verb is cluster, authz or check, or analyze for istioctl analyze ("" for the startup
-	// baselines); Mode is live, bare, offline or startup; Output is the -o value ("table": none
+	// Verb is cluster, authz (an ambient pod), authz-sidecar, authz-waypoint or check, or
+	// analyze for istioctl analyze ("" for the startup baselines); Mode is live, bare, offline or startup; Output is the -o value ("table": none
 	// given).
 	Verb    string   `json:"verb,omitempty"`
 	Mode    string   `json:"mode"`
@@ -172,7 +172,8 @@ func measure(args []string) error {
 		verb string
 		args []string
 		bare []string
-	}{{"cluster", q.ClusterArgs(), nodes}, {"authz", q.AuthzArgs(), nil}, {"authz-sidecar", q.SidecarAuthzArgs(), nil}}
+	}{{"cluster", q.ClusterArgs(), nodes}, {"authz", q.AuthzArgs(), nil}, {"authz-sidecar", q.SidecarAuthzArgs(), nil},
+		{"authz-waypoint", q.WaypointAuthzArgs(), nil}}
 	var children []child
 	add := func(verb, mode, output string, argv []string) {
 		children = append(children, child{step: Step{Name: stepName(verb, mode, output), Verb: verb, Mode: mode, Output: output,

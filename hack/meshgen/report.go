@@ -275,6 +275,7 @@ var engineBenches = []struct{ name, what string }{
 	{pairedIstio, "Istio's `ConfigGeneratorImpl.BuildClusters` for the same proxy and mesh (conformance module), by turns with the next row in one process that holds both"},
 	{pairedOurs, "ClusterEveryClusterOfProxy's loop in that process, its turn after each of Istio's"},
 	{"AuthzExplainWorkload", "`authz`, one ambient workload"},
+	{"WaypointExplain", "`authz waypoint/NAME`, one waypoint: its bound services, filter chains and authorization filters"},
 }
 
 // The two sides of conformance/istiorun BenchmarkEveryClusterPaired.
@@ -432,6 +433,8 @@ func verbText(verb string) string {
 		return "istioctl analyze --use-kube=false -A"
 	case "authz-sidecar":
 		return "authz (sidecar pod)"
+	case "authz-waypoint":
+		return "authz waypoint/NAME"
 	}
 	return verb
 }
@@ -617,7 +620,7 @@ func writeGrowth(w io.Writer, runs []*Results, benches benchSet, sizes []int) {
 			return 0, false
 		})
 	}
-	for _, verb := range []string{"cluster", "authz", "authz-sidecar", "check"} {
+	for _, verb := range []string{"cluster", "authz", "authz-sidecar", "authz-waypoint", "check"} {
 		add(verb+" bytes listed", fmtBytes, func(n int) (float64, bool) {
 			if r := runAt(n); r != nil {
 				if s := r.bareFor(verb); s != nil && s.bare() != nil {

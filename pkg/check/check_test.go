@@ -89,11 +89,13 @@ func engineUnion(t *testing.T, snap *model.Snapshot) checktest.Union {
 
 // benchSnapshot is the generated benchmark mesh at a small scale: 40 Services, 80 Pods (60 with
 // a sidecar, 20 ambient), 20 DestinationRules, 8 PeerAuthentications and 4
-// AuthorizationPolicies over 8 namespaces.
+// AuthorizationPolicies over 8 namespaces, and the waypoints of its two ambient namespaces (with
+// their Service and pod) and 4 AuthorizationPolicies attached to them.
 func benchSnapshot(t *testing.T) *model.Snapshot {
 	t.Helper()
 	sizes := gen.Scaled(0.004)
 	sizes.Namespaces = 8
+	sizes.Waypoints = gen.AmbientNamespaces(sizes.Namespaces)
 	snap, _, err := gen.LoadSnapshot(gen.Config{Seed: 1, Sizes: sizes})
 	if err != nil {
 		t.Fatal(err)

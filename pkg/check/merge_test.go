@@ -15,6 +15,7 @@ import (
 func TestMergerTakesBatchesInAnyOrder(t *testing.T) {
 	sizes := gen.Scaled(0.01)
 	sizes.Namespaces = 10
+	sizes.Waypoints = gen.AmbientNamespaces(sizes.Namespaces)
 	snap, _, err := gen.LoadSnapshot(gen.Config{Seed: 3, Sizes: sizes})
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 func TestReuseFindsTheSame(t *testing.T) {
 	sizes := gen.Scaled(0.01) // 100 Services, 200 Pods, 50 DestinationRules
 	sizes.Namespaces = 10
+	sizes.Waypoints = gen.AmbientNamespaces(sizes.Namespaces)
 	snap, _, err := gen.LoadSnapshot(gen.Config{Seed: 3, Sizes: sizes})
 	if err != nil {
 		t.Fatal(err)

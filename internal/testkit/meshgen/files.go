@@ -51,6 +51,18 @@ func (m *Mesh) Objects() []Object {
 	for _, o := range m.AuthorizationPolicies {
 		add(o)
 	}
+	for _, o := range m.Waypoints {
+		add(o)
+	}
+	for _, o := range m.WaypointServices {
+		add(o)
+	}
+	for _, o := range m.WaypointPods {
+		add(o)
+	}
+	for _, o := range m.WaypointPolicies {
+		add(o)
+	}
 	return out
 }
 

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
 // RootNamespace is the mesh root namespace (MeshConfig rootNamespace) and the namespace of
@@ -56,6 +57,13 @@ type Mesh struct {
 	VirtualServices       []*networkingv1.VirtualService
 	PeerAuthentications   []*securityv1.PeerAuthentication
 	AuthorizationPolicies []*securityv1.AuthorizationPolicy
+	// Waypoints are the waypoint Gateways; WaypointServices and WaypointPods what istiod
+	// deploys for each (one of each per Gateway, in the same order); WaypointPolicies the
+	// AuthorizationPolicies attached to them by targetRefs.
+	Waypoints        []*gatewayv1.Gateway
+	WaypointServices []*corev1.Service
+	WaypointPods     []*corev1.Pod
+	WaypointPolicies []*securityv1.AuthorizationPolicy
 }
 
 // Generate builds the mesh of c.
@@ -93,6 +101,14 @@ func Generate(c Config) (*Mesh, error) {
 	}
 	for j := range c.Sizes.AuthorizationPolicies {
 		m.AuthorizationPolicies = append(m.AuthorizationPolicies, g.authorizationPolicy(j))
+	}
+	for w := range c.Sizes.Waypoints {
+		m.Waypoints = append(m.Waypoints, g.waypoint(w))
+		m.WaypointServices = append(m.WaypointServices, g.waypointService(w))
+		m.WaypointPods = append(m.WaypointPods, g.waypointPod(w))
+	}
+	for k := range c.Sizes.WaypointPolicies {
+		m.WaypointPolicies = append(m.WaypointPolicies, g.waypointPolicy(k))
 	}
 	return m, nil
 }
@@ -220,11 +236,15 @@ func (g *generator) service(x int) *corev1.Service {
 	if x%50 == 49 {
 		ip = corev1.ClusterIPNone // a headless Service now and then
 	}
+	labels := map[string]string{"app": name, "tier": g.tierOf(x), "app.kubernetes.io/part-of": "meshgen"}
+	if g.boundToWaypoint(x) {
+		labels[LabelUseWaypoint] = WaypointName
+	}
 	return &corev1.Service{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: NamespaceName(g.nsOf(x)),
-			Labels: map[string]string{"app": name, "tier": g.tierOf(x), "app.kubernetes.io/part-of": "meshgen"},
+			Labels: labels,
 		},
 		Spec: corev1.ServiceSpec{
 			Type:       corev1.ServiceTypeClusterIP,

@@ -19,6 +19,13 @@ type Queries struct {
 	// namespace-wide and a workload PeerAuthentication and several AuthorizationPolicies.
 	AuthzNamespace string
 	AuthzPod       string
+	// WaypointNamespace and WaypointName are the waypoint of `authz waypoint/NAME`: the first
+	// ambient namespace's (AuthzNamespace), which serves every other Service of its namespace
+	// (at 100 namespaces, Services 102, 302, 502, ...; not Service 2, AuthzPod's) and has the
+	// waypoint policies 0, Waypoints, 2·Waypoints, ... attached by targetRefs (the Gateway
+	// itself, bound Services; ALLOW and DENY, with HTTP rules).
+	WaypointNamespace string
+	WaypointName      string
 }
 
 // Queries returns the benchmark questions of the mesh.
@@ -31,6 +38,9 @@ func (m *Mesh) Queries() Queries {
 		ClusterNodes:    nodeNames(2, 0, 1),
 		AuthzNamespace:  NamespaceName(g.nsOf(2)),
 		AuthzPod:        g.podName(4),
+
+		WaypointNamespace: NamespaceName(waypointNamespace(0)),
+		WaypointName:      WaypointName,
 	}
 }
 
@@ -48,6 +58,11 @@ func (q Queries) SidecarAuthzArgs() []string {
 // AuthzArgs is the `authz` command line (after the plugin name), without -f or a kubeconfig.
 func (q Queries) AuthzArgs() []string {
 	return []string{"authz", "pod/" + q.AuthzPod, "-n", q.AuthzNamespace}
+}
+
+// WaypointAuthzArgs is the `authz waypoint/NAME` command line, without -f or a kubeconfig.
+func (q Queries) WaypointAuthzArgs() []string {
+	return []string{"authz", "waypoint/" + q.WaypointName, "-n", q.WaypointNamespace}
 }
 
 // QueriesFor returns the benchmark questions of the mesh c describes, without generating it.
