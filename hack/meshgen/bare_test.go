@@ -151,6 +151,7 @@ func TestCheckPlanReads(t *testing.T) {
 			"/apis/security.istio.io/v1/peerauthentications",
 			"/apis/security.istio.io/v1/requestauthentications",
 			"/apis/security.istio.io/v1/authorizationpolicies",
+			"/apis/gateway.networking.k8s.io/v1/gateways",
 			"/api/v1/namespaces/istio-system/configmaps/istio",
 			"/apis/apps/v1/namespaces/istio-system/deployments?labelSelector=app%3Distiod",
 		}},
@@ -171,6 +172,7 @@ func TestCheckPlanReads(t *testing.T) {
 			"/apis/security.istio.io/v1/namespaces/ns-003/requestauthentications",
 			"/apis/security.istio.io/v1/namespaces/istio-system/authorizationpolicies",
 			"/apis/security.istio.io/v1/namespaces/ns-003/authorizationpolicies",
+			"/apis/gateway.networking.k8s.io/v1/gateways",
 			"/api/v1/namespaces/istio-system/configmaps/istio",
 			"/apis/apps/v1/namespaces/istio-system/deployments?labelSelector=app%3Distiod",
 		}},
@@ -193,9 +195,10 @@ func TestCheckPlanReads(t *testing.T) {
 	}
 }
 
-// The waypoint's reads are pkg/plan Waypoint's: every Namespace (their labels bind), and the
-// Gateways, Services, pods, ServiceEntries, WorkloadEntries and AuthorizationPolicies (those of
-// the root namespace too) of the waypoint's namespace.
+// The waypoint's reads are pkg/plan Waypoint's: every Namespace (their labels bind), every
+// Service and ServiceEntry (their own labels may name the waypoint from anywhere), and the
+// Gateways, pods, WorkloadEntries and AuthorizationPolicies (those of the root namespace too) of
+// the waypoint's namespace.
 func TestWaypointPlanReads(t *testing.T) {
 	a, err := parsePluginArgs(strings.Fields("authz waypoint/waypoint -n ns-002 -o json"))
 	if err != nil {
@@ -211,9 +214,9 @@ func TestWaypointPlanReads(t *testing.T) {
 	}
 	want := []string{
 		"/api/v1/namespaces",
-		"/api/v1/namespaces/ns-002/services",
+		"/api/v1/services",
 		"/api/v1/namespaces/ns-002/pods",
-		"/apis/networking.istio.io/v1/namespaces/ns-002/serviceentries",
+		"/apis/networking.istio.io/v1/serviceentries",
 		"/apis/networking.istio.io/v1/namespaces/ns-002/workloadentries",
 		"/apis/security.istio.io/v1/namespaces/istio-system/authorizationpolicies",
 		"/apis/security.istio.io/v1/namespaces/ns-002/authorizationpolicies",
