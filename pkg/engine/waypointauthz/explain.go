@@ -10,7 +10,10 @@ import (
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	"google.golang.org/protobuf/encoding/protojson"
+	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/envoyrbac"
@@ -46,6 +49,13 @@ type explanation struct {
 	builds []*build // one per bound service, in svcs order
 	chains []*chain
 	res    *explain.Result
+	// namespaces, services and serviceEntries index the snapshot's objects by name (and
+	// namespace), built on first use.
+	namespaces     map[string]*corev1.Namespace
+	services       map[types.NamespacedName]*corev1.Service
+	serviceEntries map[types.NamespacedName]*networkingv1.ServiceEntry
+	// policies are the AuthorizationPolicies by namespace, in istiod's order (sortedPolicies).
+	policies map[string][]*securityv1.AuthorizationPolicy
 }
 
 // build is the policies attached for one service (nil: the direct chains) and their filters.
@@ -150,21 +160,30 @@ func newExplanation(snap *model.Snapshot, gw *gatewayv1.Gateway) *explanation {
 	return e
 }
 
-// sortedPolicies are the AuthorizationPolicies of ns in istiod's order (creation time, name).
+// sortedPolicies are the AuthorizationPolicies of ns in istiod's order (creation time, name),
+// grouped by namespace on first use. The slice is shared: callers do not change it.
 func (e *explanation) sortedPolicies(ns string) []*securityv1.AuthorizationPolicy {
-	var out []*securityv1.AuthorizationPolicy
-	for _, ap := range e.snap.AuthorizationPolicies {
-		if ap.Namespace == ns {
-			out = append(out, ap)
+	if e.policies == nil {
+		e.policies = map[string][]*securityv1.AuthorizationPolicy{}
+		for _, ap := range e.snap.AuthorizationPolicies {
+			e.policies[ap.Namespace] = append(e.policies[ap.Namespace], ap)
+		}
+		for _, ps := range e.policies {
+			sortPolicies(ps)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b *securityv1.AuthorizationPolicy) int {
+	return e.policies[ns]
+}
+
+// sortPolicies sorts ps in istiod's order (creation time, then name), keeping the order of
+// equal ones.
+func sortPolicies(ps []*securityv1.AuthorizationPolicy) {
+	slices.SortStableFunc(ps, func(a, b *securityv1.AuthorizationPolicy) int {
 		if c := a.CreationTimestamp.Time.Compare(b.CreationTimestamp.Time); c != 0 {
 			return c
 		}
 		return strings.Compare(a.Name, b.Name)
 	})
-	return out
 }
 
 // newBuild is authz.NewBuilderForService with the waypoint option for svc (nil: the
