@@ -1,15 +1,12 @@
 package waypointauthz
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
-	"google.golang.org/protobuf/encoding/protojson"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -354,12 +351,9 @@ func (e *explanation) addObjects() {
 				if f.Broken != "" {
 					o.Summary = append(o.Summary, explain.Summary{Name: "fails closed", Value: f.Broken})
 				}
-				if raw, err := protojson.Marshal(f.Filter); err == nil {
-					var c bytes.Buffer
-					if json.Compact(&c, raw) == nil {
-						o.Value = c.Bytes()
-					}
-				}
+				// The document outputs print the filter from Message (-o json, -o yaml); the
+				// others do not need its JSON form, and -o envoy prints it inside its chains.
+				o.Message = f.Filter
 				if o.Origins == nil {
 					o.Origins = []provenance.FieldTrace{}
 				}
