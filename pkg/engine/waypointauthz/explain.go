@@ -53,6 +53,10 @@ type explanation struct {
 	serviceEntries map[types.NamespacedName]*networkingv1.ServiceEntry
 	// policies are the AuthorizationPolicies by namespace, in istiod's order (sortedPolicies).
 	policies map[string][]*securityv1.AuthorizationPolicy
+	// rbacCache is shared by the builds: each rule attached to several is translated once.
+	rbacCache *envoyrbac.Cache
+	// origins are the located fields of the policies (policyOrigin).
+	origins map[policyField]provenance.Origin
 }
 
 // build is the policies attached for one service (nil: the direct chains) and their filters.
@@ -140,6 +144,7 @@ func newExplanation(snap *model.Snapshot, gw *gatewayv1.Gateway) *explanation {
 	if !e.wp.deployed {
 		e.res.Assumptions = append(e.res.Assumptions, NotDeployedAssumption)
 	}
+	e.rbacCache = envoyrbac.NewCache()
 	e.bind = e.bindings()
 	e.svcs = e.boundServices(e.bind)
 	for _, s := range e.svcs {
@@ -212,14 +217,43 @@ func (e *explanation) newBuild(svc *service) *build {
 		ExtensionProviders: e.snap.MeshConfig.GetExtensionProviders(),
 		LookupCluster:      func(s string, p int) (string, string, error) { return index.LookupCluster(e.snap, s, p) },
 		UseFilterState:     true,
+		Cache:              e.rbacCache,
 		Origin: func(ap *securityv1.AuthorizationPolicy, field, note string) provenance.Origin {
-			o := e.snap.Origin(provenance.LayerAuthorizationPolicy, model.ObjectKey{Kind: kindAuthorizationPolicy, Namespace: ap.Namespace, Name: ap.Name}, field)
+			o := e.policyOrigin(ap, field)
 			o.Note = strings.TrimPrefix(note+"; ", "; ") + "attached by " + targetRefText(ap, b.via[ap])
 			return o
 		},
 		MeshOrigin: e.meshOrigin,
 	})
 	return b
+}
+
+// policyOrigin is the origin of a field of ap, located once per answer (every build that
+// attaches ap traces the same fields). The caller may change the copy it gets.
+func (e *explanation) policyOrigin(ap *securityv1.AuthorizationPolicy, field string) provenance.Origin {
+	k := policyField{ap: ap, field: field}
+	o, ok := e.origins[k]
+	if !ok {
+		o = e.snap.Origin(provenance.LayerAuthorizationPolicy, model.ObjectKey{Kind: kindAuthorizationPolicy, Namespace: ap.Namespace, Name: ap.Name}, field)
+		if e.origins == nil {
+			e.origins = map[policyField]provenance.Origin{}
+		}
+		e.origins[k] = o
+	}
+	if o.Resource != nil {
+		r := *o.Resource
+		o.Resource = &r
+	}
+	if o.Position != nil {
+		p := *o.Position
+		o.Position = &p
+	}
+	return o
+}
+
+type policyField struct {
+	ap    *securityv1.AuthorizationPolicy
+	field string
 }
 
 // targetRefs is GetTargetRefs: targetRefs, or the deprecated targetRef.
