@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 
 	"google.golang.org/protobuf/encoding/protojson"
@@ -42,7 +43,8 @@ import (
 
 // envoyPrinter prints the generated objects themselves (res.Objects[i].Message) as a JSON
 // array in protojson's default form, sorted by name, except filter chains, which keep the
-// listener's order (istiod's, which decides which chain Envoy picks). protojson deliberately varies its
+// listener's order (istiod's, which decides which chain Envoy picks); a result with filter
+// chains prints only its chains, its other objects being their filters. protojson deliberately varies its
 // whitespace between runs, so each object is compacted and re-indented: the bytes depend only
 // on the content, and the output can be compared with istiod's CDS.
 type envoyPrinter struct{}
@@ -64,8 +66,11 @@ func (envoyPrinter) PrintList(w io.Writer, rs []*explain.Result) error {
 		if r == nil {
 			continue
 		}
+		chains := slices.ContainsFunc(r.Objects, func(o explain.Object) bool { return o.Kind == kindFilterChain })
 		for _, o := range r.Objects {
-			if o.Message == nil {
+			if o.Message == nil || chains && o.Kind != kindFilterChain {
+				// A result with filter chains is a listener's: its other objects are parts
+				// of the chains (their filters), printed inside them.
 				continue
 			}
 			b, err := marshalProto(o.Message)

@@ -57,6 +57,40 @@ type Input struct {
 	// Origin locates a field of an AuthorizationPolicy; MeshOrigin one of MeshConfig.
 	Origin     func(ap *securityv1.AuthorizationPolicy, field, note string) provenance.Origin
 	MeshOrigin func(field, note string) provenance.Origin
+	// Cache, when set, carries the translation of every rule between the Builds that share it
+	// (nil: each Build translates its rules).
+	Cache *Cache
+}
+
+// Cache keeps each rule's translation (its matchers, what was dropped or why it was skipped)
+// for the Builds of one answer that attach the same policy: the translation depends only on
+// the rule, the kind of chain, the action, the trust domains and UseFilterState, and the
+// matchers are never changed once generated, so the Builds share them. A Build whose trust
+// domains or UseFilterState differ from the first Build's does not use the Cache.
+type Cache struct {
+	key   string
+	t     *tracer
+	rules map[ruleKey]translated
+	desc  map[proto.Message]string
+}
+
+type ruleKey struct {
+	ap     *securityv1.AuthorizationPolicy
+	index  int
+	forTCP bool
+	action rbacpb.RBAC_Action
+}
+
+// translated is one rule's translation: the generated policy, or why it was skipped.
+type translated struct {
+	gen                   *rbacpb.Policy
+	dropped               []Dropped
+	skipped, skippedField string
+}
+
+// NewCache returns an empty Cache.
+func NewCache() *Cache {
+	return &Cache{t: newTracer(), rules: map[ruleKey]translated{}, desc: map[proto.Message]string{}}
 }
 
 // Filter is one generated filter with the origin of its fields, by path below the filter
@@ -134,6 +168,15 @@ func Build(in Input) *Result {
 	} else {
 		b.tds = append([]string{defaultTrustDomain}, in.TrustDomainAliases...)
 	}
+	if c := in.Cache; c != nil {
+		key := strconv.FormatBool(in.UseFilterState) + "\x00" + strings.Join(b.tds, "\x00")
+		if c.key == "" {
+			c.key = key
+		}
+		if c.key == key {
+			b.cache, b.t = c, c.t
+		}
+	}
 	if len(custom) > 0 {
 		b.ext = b.processExtensionProviders()
 		for _, forTCP := range []bool{false, true} {
@@ -178,6 +221,8 @@ type builder struct {
 	order []string
 	// policyOf maps an Envoy policy name to the rule it came from.
 	policyOf map[string]ruleRef
+	// cache is in.Cache when this Build may use it.
+	cache *Cache
 }
 
 type ruleRef struct {
@@ -268,20 +313,13 @@ func (b *builder) build(policies []*securityv1.AuthorizationPolicy, action rbacp
 				out.Skipped = "nil rule"
 				continue
 			}
-			b.t.dropped = nil
-			m, err := newModel(ap.Namespace, fmt.Sprintf("spec.rules[%d]", i), r)
-			if err != nil {
-				out.Skipped, out.SkippedField = "invalid rule: "+errText(err), errField(err)
+			tr := b.translate(ap, i, r, forTCP, action)
+			if tr.skipped != "" {
+				out.Skipped, out.SkippedField = tr.skipped, tr.skippedField
 				continue
 			}
-			m.migrateTrustDomain(b.tds)
-			gen, err := m.generate(forTCP, !b.in.UseFilterState, action, b.t)
-			if err != nil {
-				out.Skipped, out.SkippedField = errText(err), errField(err)
-				continue
-			}
-			out.Dropped = append(out.Dropped, b.t.dropped...)
-			if gen != nil {
+			out.Dropped = append(out.Dropped, tr.dropped...)
+			if gen := tr.gen; gen != nil {
 				cur.Policies[name] = gen
 				out.Generated = true
 				b.mark(name, ap, i)
@@ -306,6 +344,47 @@ func (b *builder) build(policies []*securityv1.AuthorizationPolicy, action rbacp
 		br.shadow = shadow
 	}
 	return br
+}
+
+// translate is newModel and Model.Generate for rule i of ap, r, from the Cache when it has it.
+func (b *builder) translate(ap *securityv1.AuthorizationPolicy, i int, r *authzpb.Rule, forTCP bool, action rbacpb.RBAC_Action) translated {
+	k := ruleKey{ap: ap, index: i, forTCP: forTCP, action: action}
+	if b.cache != nil {
+		if tr, ok := b.cache.rules[k]; ok {
+			return tr
+		}
+	}
+	var tr translated
+	b.t.dropped = nil
+	m, err := newModel(ap.Namespace, fmt.Sprintf("spec.rules[%d]", i), r)
+	if err != nil {
+		tr.skipped, tr.skippedField = "invalid rule: "+errText(err), errField(err)
+	} else {
+		m.migrateTrustDomain(b.tds)
+		gen, err := m.generate(forTCP, !b.in.UseFilterState, action, b.t)
+		if err != nil {
+			tr.skipped, tr.skippedField = errText(err), errField(err)
+		} else {
+			tr.gen, tr.dropped = gen, slices.Clone(b.t.dropped)
+		}
+	}
+	if b.cache != nil {
+		b.cache.rules[k] = tr
+	}
+	return tr
+}
+
+// describe is describe(m), from the Cache when it has it.
+func (b *builder) describe(m proto.Message) string {
+	if b.cache == nil {
+		return describe(m)
+	}
+	d, ok := b.cache.desc[m]
+	if !ok {
+		d = describe(m)
+		b.cache.desc[m] = d
+	}
+	return d
 }
 
 func (b *builder) mark(name string, ap *securityv1.AuthorizationPolicy, i int) {
@@ -447,7 +526,7 @@ func (b *builder) rbacTraces(prefix string, r *rbacpb.RBAC, policies []*security
 
 func (b *builder) walkPerm(out []provenance.FieldTrace, path string, p *rbacpb.Permission, ap *securityv1.AuthorizationPolicy) []provenance.FieldTrace {
 	if l, ok := b.t.perm[p]; ok {
-		return append(out, provenance.FieldTrace{Path: path, Value: describe(p), Origin: b.origin(ap, l.field, l.note)})
+		return append(out, provenance.FieldTrace{Path: path, Value: b.describe(p), Origin: b.origin(ap, l.field, l.note)})
 	}
 	switch r := p.Rule.(type) {
 	case *rbacpb.Permission_AndRules:
@@ -466,7 +545,7 @@ func (b *builder) walkPerm(out []provenance.FieldTrace, path string, p *rbacpb.P
 
 func (b *builder) walkPrin(out []provenance.FieldTrace, path string, p *rbacpb.Principal, ap *securityv1.AuthorizationPolicy) []provenance.FieldTrace {
 	if l, ok := b.t.prin[p]; ok {
-		return append(out, provenance.FieldTrace{Path: path, Value: describe(p), Origin: b.origin(ap, l.field, l.note)})
+		return append(out, provenance.FieldTrace{Path: path, Value: b.describe(p), Origin: b.origin(ap, l.field, l.note)})
 	}
 	switch r := p.Identifier.(type) {
 	case *rbacpb.Principal_AndIds:

@@ -2,6 +2,7 @@ package envoyrbac
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 	rbachttp "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
 	rbactcp "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/rbac/v3"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 	meshv1alpha1 "istio.io/api/mesh/v1alpha1"
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
 	"sigs.k8s.io/yaml"
@@ -238,13 +240,67 @@ func TestBuild(t *testing.T) {
 			if mesh == nil {
 				mesh = &meshv1alpha1.MeshConfig{TrustDomain: "cluster.local"}
 			}
-			r := Build(Input{Policies: aps, TrustDomain: mesh.TrustDomain, TrustDomainAliases: mesh.TrustDomainAliases, ExtensionProviders: mesh.ExtensionProviders,
+			in := Input{Policies: aps, TrustDomain: mesh.TrustDomain, TrustDomainAliases: mesh.TrustDomainAliases, ExtensionProviders: mesh.ExtensionProviders,
 				LookupCluster: func(s string, port int) (string, string, error) {
 					return s, "outbound|" + itoa(port) + "||" + s, nil
-				}})
+				}}
+			r := Build(in)
 			tc.check(t, r)
 			everyLeafTraced(t, r)
+
+			// A Cache shared with a Build of the last policy alone gives the same result.
+			in.Cache = NewCache()
+			first := in
+			first.Policies = aps[len(aps)-1:]
+			Build(first)
+			sameResult(t, r, Build(in))
 		})
+	}
+}
+
+// The Builds that share a Cache share each rule's matchers; a Build with other trust domains
+// does not use it.
+func TestBuildCache(t *testing.T) {
+	deny, allow := policy(t, denyDelete), policy(t, allowGet)
+	c := NewCache()
+	a := Build(Input{Policies: []*securityv1.AuthorizationPolicy{allow}, TrustDomain: "cluster.local", Cache: c})
+	b := Build(Input{Policies: []*securityv1.AuthorizationPolicy{deny, allow}, TrustDomain: "cluster.local", Cache: c})
+	other := Build(Input{Policies: []*securityv1.AuthorizationPolicy{allow}, TrustDomain: "example.com", Cache: c})
+	alone := Build(Input{Policies: []*securityv1.AuthorizationPolicy{allow}, TrustDomain: "example.com"})
+	name := PolicyName("foo", "allow-get", 0, "", false)
+	allowOf := func(r *Result) *rbacpb.Policy {
+		t.Helper()
+		rules, _ := rulesOf(t, r.HTTPLocal[len(r.HTTPLocal)-1])
+		return rules.GetPolicies()[name]
+	}
+	if allowOf(a) == nil || allowOf(a) != allowOf(b) {
+		t.Errorf("the Builds sharing the Cache have different matchers for %s: %p, %p", name, allowOf(a), allowOf(b))
+	}
+	if allowOf(other) == allowOf(a) {
+		t.Errorf("a Build with another trust domain used the Cache")
+	}
+	sameResult(t, alone, other)
+}
+
+// sameResult compares two Results field by field (filters as protos).
+func sameResult(t *testing.T, want, got *Result) {
+	t.Helper()
+	for i, p := range [][2][]Filter{{want.HTTPCustom, got.HTTPCustom}, {want.HTTPLocal, got.HTTPLocal}, {want.TCPCustom, got.TCPCustom}, {want.TCPLocal, got.TCPLocal}} {
+		if len(p[0]) != len(p[1]) {
+			t.Fatalf("filter list %d: %d filters, want %d", i, len(p[1]), len(p[0]))
+		}
+		for j := range p[0] {
+			w, g := p[0][j], p[1][j]
+			if !proto.Equal(w.Filter, g.Filter) {
+				t.Errorf("filter list %d, filter %d: got %v, want %v", i, j, g.Filter, w.Filter)
+			}
+			if !reflect.DeepEqual(w.Traces, g.Traces) || w.Action != g.Action || w.Provider != g.Provider || w.Broken != g.Broken {
+				t.Errorf("filter list %d, filter %d: got %+v, want %+v", i, j, g, w)
+			}
+		}
+	}
+	if !reflect.DeepEqual(want.Rules, got.Rules) || !reflect.DeepEqual(want.Providers, got.Providers) || !reflect.DeepEqual(want.HTTPOnlyProviders, got.HTTPOnlyProviders) {
+		t.Errorf("rules or providers: got %+v, want %+v", got, want)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
@@ -139,35 +140,21 @@ func useWaypoint(l map[string]string, ns string) (wns, wname string, isNone, ok 
 // bindTarget is fetchWaypointForTarget for this waypoint, then the traffic-type check of a
 // service (forService) or a workload. It returns nil when the object does not name this
 // waypoint at all.
-func (e *explanation) bindTarget(kind string, meta metav1.ObjectMeta, forService bool) *Binding {
-	b := &Binding{Kind: kind, Namespace: meta.Namespace, Name: meta.Name}
-	key := model.ObjectKey{Kind: kind, Namespace: meta.Namespace, Name: meta.Name}
-	ns := e.snap.Namespace(meta.Namespace)
-	wns, wname, isNone, ok := useWaypoint(meta.Labels, meta.Namespace)
-	fromNamespace := false
-	switch {
-	case isNone:
+func (e *explanation) bindTarget(kind string, meta *metav1.ObjectMeta, forService bool) *Binding {
+	wns, wname, fromNamespace, ok := e.namedWaypoint(meta.Labels, meta.Namespace)
+	if !ok || wns != e.gw.Namespace || wname != e.gw.Name {
 		return nil
-	case ok:
-		b.Why = fmt.Sprintf("label %s=%s on %s %s/%s", labelUseWaypoint, wname, kind, meta.Namespace, meta.Name)
-		b.Origin = e.snap.Origin(provenance.LayerRegistry, key, "metadata.labels["+labelUseWaypoint+"]")
-	case ns != nil:
-		wns, wname, isNone, ok = useWaypoint(ns.Labels, meta.Namespace)
-		if !ok || isNone {
-			return nil
-		}
-		fromNamespace = true
+	}
+	ns := e.namespace(meta.Namespace)
+	b := &Binding{Kind: kind, Namespace: meta.Namespace, Name: meta.Name}
+	if fromNamespace {
 		b.Why = fmt.Sprintf("label %s=%s on Namespace %s", labelUseWaypoint, wname, meta.Namespace)
 		b.Origin = e.snap.Origin(provenance.LayerRegistry, model.ObjectKey{Kind: kindNamespace, Name: meta.Namespace}, "metadata.labels["+labelUseWaypoint+"]")
-	default:
-		return nil
+	} else {
+		b.Why = fmt.Sprintf("label %s=%s on %s %s/%s", labelUseWaypoint, wname, kind, meta.Namespace, meta.Name)
+		b.Origin = e.snap.Origin(provenance.LayerRegistry, model.ObjectKey{Kind: kind, Namespace: meta.Namespace, Name: meta.Name}, "metadata.labels["+labelUseWaypoint+"]")
 	}
-	if wns != e.gw.Namespace || wname != e.gw.Name {
-		return nil
-	}
-	if strings.Contains(b.Why, "Namespace") && wns != meta.Namespace {
-		b.Why += fmt.Sprintf(" (%s=%s)", labelUseWaypointNS, wns)
-	} else if wns != meta.Namespace {
+	if wns != meta.Namespace {
 		b.Why += fmt.Sprintf(" (%s=%s)", labelUseWaypointNS, wns)
 	}
 	allowed := e.wp.allows(ns, meta.Namespace)
@@ -190,33 +177,67 @@ func (e *explanation) bindTarget(kind string, meta metav1.ObjectMeta, forService
 	return b
 }
 
+// namedWaypoint is the waypoint an object of namespace nsName names (GetUseWaypoint on its
+// labels, then on its namespace's): ok is false when neither names one, or when the one that
+// decides says none; fromNamespace says the namespace's label decides.
+func (e *explanation) namedWaypoint(l map[string]string, nsName string) (wns, wname string, fromNamespace, ok bool) {
+	wns, wname, isNone, ok := useWaypoint(l, nsName)
+	switch {
+	case isNone:
+		return "", "", false, false
+	case ok:
+		return wns, wname, false, true
+	case e.namespace(nsName) != nil:
+		wns, wname, isNone, ok = useWaypoint(e.namespace(nsName).Labels, nsName)
+		if !ok || isNone {
+			return "", "", false, false
+		}
+		return wns, wname, true, true
+	}
+	return "", "", false, false
+}
+
+// namespace is snap.Namespace(name) from an index built on first use (the first Namespace of
+// that name, as snap.Namespace finds it).
+func (e *explanation) namespace(name string) *corev1.Namespace {
+	if e.namespaces == nil {
+		e.namespaces = make(map[string]*corev1.Namespace, len(e.snap.Namespaces))
+		for _, n := range e.snap.Namespaces {
+			if _, dup := e.namespaces[n.Name]; !dup {
+				e.namespaces[n.Name] = n
+			}
+		}
+	}
+	return e.namespaces[name]
+}
+
 // bindings are the Services, ServiceEntries, pods and WorkloadEntries that name the waypoint,
 // in kind then namespace/name order.
 func (e *explanation) bindings() []Binding {
 	var out []Binding
 	for _, s := range e.snap.Services {
-		if m := s.Labels[labelManaged]; m == managedMesh || m == managedEastWest {
-			continue
-		}
-		if b := e.bindTarget(kindService, s.ObjectMeta, true); b != nil {
+		if b := e.bindTarget(kindService, &s.ObjectMeta, true); b != nil {
+			if m := s.Labels[labelManaged]; m == managedMesh || m == managedEastWest {
+				continue
+			}
 			out = append(out, *b)
 		}
 	}
 	for _, se := range e.snap.ServiceEntries {
-		if b := e.bindTarget(kindServiceEntry, se.ObjectMeta, true); b != nil {
+		if b := e.bindTarget(kindServiceEntry, &se.ObjectMeta, true); b != nil {
 			out = append(out, *b)
 		}
 	}
 	for _, p := range e.snap.Pods {
-		if p.Labels[labelGatewayName] != "" {
-			continue
-		}
-		if b := e.bindTarget(kindPod, p.ObjectMeta, false); b != nil && (b.Bound || e.podNamesWaypoint(p)) {
+		if b := e.bindTarget(kindPod, &p.ObjectMeta, false); b != nil && (b.Bound || e.podNamesWaypoint(p)) {
+			if p.Labels[labelGatewayName] != "" {
+				continue
+			}
 			out = append(out, *b)
 		}
 	}
 	for _, we := range e.snap.WorkloadEntries {
-		if b := e.bindTarget(kindWorkloadEntry, we.ObjectMeta, false); b != nil && (b.Bound || hasUseWaypoint(we.Labels)) {
+		if b := e.bindTarget(kindWorkloadEntry, &we.ObjectMeta, false); b != nil && (b.Bound || hasUseWaypoint(we.Labels)) {
 			out = append(out, *b)
 		}
 	}
@@ -271,20 +292,31 @@ func (e *explanation) boundServices(bs []Binding) []*service {
 	return out
 }
 
+// findService is the first Service ns/name of the snapshot, from an index built on first use.
 func (e *explanation) findService(ns, name string) *corev1.Service {
-	for _, s := range e.snap.Services {
-		if s.Namespace == ns && s.Name == name {
-			return s
+	if e.services == nil {
+		e.services = make(map[types.NamespacedName]*corev1.Service, len(e.snap.Services))
+		for _, s := range e.snap.Services {
+			k := types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
+			if _, dup := e.services[k]; !dup {
+				e.services[k] = s
+			}
 		}
 	}
-	return nil
+	return e.services[types.NamespacedName{Namespace: ns, Name: name}]
 }
 
+// findServiceEntry is the first ServiceEntry ns/name of the snapshot, from an index built on
+// first use.
 func (e *explanation) findServiceEntry(ns, name string) *networkingv1.ServiceEntry {
-	for _, s := range e.snap.ServiceEntries {
-		if s.Namespace == ns && s.Name == name {
-			return s
+	if e.serviceEntries == nil {
+		e.serviceEntries = make(map[types.NamespacedName]*networkingv1.ServiceEntry, len(e.snap.ServiceEntries))
+		for _, s := range e.snap.ServiceEntries {
+			k := types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
+			if _, dup := e.serviceEntries[k]; !dup {
+				e.serviceEntries[k] = s
+			}
 		}
 	}
-	return nil
+	return e.serviceEntries[types.NamespacedName{Namespace: ns, Name: name}]
 }

@@ -93,7 +93,7 @@ func (e *explanation) targetRefDiagnostics(ap *securityv1.AuthorizationPolicy, i
 		if _, _, none, ok := useWaypoint(meta.GetLabels(), ap.Namespace); ok && !none {
 			return nil
 		}
-		if ns := e.snap.Namespace(ap.Namespace); ns != nil {
+		if ns := e.namespace(ap.Namespace); ns != nil {
 			if _, _, none, ok := useWaypoint(ns.Labels, ap.Namespace); ok && !none {
 				if _, _, own, set := useWaypoint(meta.GetLabels(), ap.Namespace); !(set && own) {
 					return nil

@@ -1,16 +1,16 @@
 package waypointauthz
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
-	"google.golang.org/protobuf/encoding/protojson"
+	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/envoyrbac"
@@ -46,6 +46,17 @@ type explanation struct {
 	builds []*build // one per bound service, in svcs order
 	chains []*chain
 	res    *explain.Result
+	// namespaces, services and serviceEntries index the snapshot's objects by name (and
+	// namespace), built on first use.
+	namespaces     map[string]*corev1.Namespace
+	services       map[types.NamespacedName]*corev1.Service
+	serviceEntries map[types.NamespacedName]*networkingv1.ServiceEntry
+	// policies are the AuthorizationPolicies by namespace, in istiod's order (sortedPolicies).
+	policies map[string][]*securityv1.AuthorizationPolicy
+	// rbacCache is shared by the builds: each rule attached to several is translated once.
+	rbacCache *envoyrbac.Cache
+	// origins are the located fields of the policies (policyOrigin).
+	origins map[policyField]provenance.Origin
 }
 
 // build is the policies attached for one service (nil: the direct chains) and their filters.
@@ -133,6 +144,7 @@ func newExplanation(snap *model.Snapshot, gw *gatewayv1.Gateway) *explanation {
 	if !e.wp.deployed {
 		e.res.Assumptions = append(e.res.Assumptions, NotDeployedAssumption)
 	}
+	e.rbacCache = envoyrbac.NewCache()
 	e.bind = e.bindings()
 	e.svcs = e.boundServices(e.bind)
 	for _, s := range e.svcs {
@@ -150,21 +162,30 @@ func newExplanation(snap *model.Snapshot, gw *gatewayv1.Gateway) *explanation {
 	return e
 }
 
-// sortedPolicies are the AuthorizationPolicies of ns in istiod's order (creation time, name).
+// sortedPolicies are the AuthorizationPolicies of ns in istiod's order (creation time, name),
+// grouped by namespace on first use. The slice is shared: callers do not change it.
 func (e *explanation) sortedPolicies(ns string) []*securityv1.AuthorizationPolicy {
-	var out []*securityv1.AuthorizationPolicy
-	for _, ap := range e.snap.AuthorizationPolicies {
-		if ap.Namespace == ns {
-			out = append(out, ap)
+	if e.policies == nil {
+		e.policies = map[string][]*securityv1.AuthorizationPolicy{}
+		for _, ap := range e.snap.AuthorizationPolicies {
+			e.policies[ap.Namespace] = append(e.policies[ap.Namespace], ap)
+		}
+		for _, ps := range e.policies {
+			sortPolicies(ps)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b *securityv1.AuthorizationPolicy) int {
+	return e.policies[ns]
+}
+
+// sortPolicies sorts ps in istiod's order (creation time, then name), keeping the order of
+// equal ones.
+func sortPolicies(ps []*securityv1.AuthorizationPolicy) {
+	slices.SortStableFunc(ps, func(a, b *securityv1.AuthorizationPolicy) int {
 		if c := a.CreationTimestamp.Time.Compare(b.CreationTimestamp.Time); c != 0 {
 			return c
 		}
 		return strings.Compare(a.Name, b.Name)
 	})
-	return out
 }
 
 // newBuild is authz.NewBuilderForService with the waypoint option for svc (nil: the
@@ -196,14 +217,43 @@ func (e *explanation) newBuild(svc *service) *build {
 		ExtensionProviders: e.snap.MeshConfig.GetExtensionProviders(),
 		LookupCluster:      func(s string, p int) (string, string, error) { return index.LookupCluster(e.snap, s, p) },
 		UseFilterState:     true,
+		Cache:              e.rbacCache,
 		Origin: func(ap *securityv1.AuthorizationPolicy, field, note string) provenance.Origin {
-			o := e.snap.Origin(provenance.LayerAuthorizationPolicy, model.ObjectKey{Kind: kindAuthorizationPolicy, Namespace: ap.Namespace, Name: ap.Name}, field)
+			o := e.policyOrigin(ap, field)
 			o.Note = strings.TrimPrefix(note+"; ", "; ") + "attached by " + targetRefText(ap, b.via[ap])
 			return o
 		},
 		MeshOrigin: e.meshOrigin,
 	})
 	return b
+}
+
+// policyOrigin is the origin of a field of ap, located once per answer (every build that
+// attaches ap traces the same fields). The caller may change the copy it gets.
+func (e *explanation) policyOrigin(ap *securityv1.AuthorizationPolicy, field string) provenance.Origin {
+	k := policyField{ap: ap, field: field}
+	o, ok := e.origins[k]
+	if !ok {
+		o = e.snap.Origin(provenance.LayerAuthorizationPolicy, model.ObjectKey{Kind: kindAuthorizationPolicy, Namespace: ap.Namespace, Name: ap.Name}, field)
+		if e.origins == nil {
+			e.origins = map[policyField]provenance.Origin{}
+		}
+		e.origins[k] = o
+	}
+	if o.Resource != nil {
+		r := *o.Resource
+		o.Resource = &r
+	}
+	if o.Position != nil {
+		p := *o.Position
+		o.Position = &p
+	}
+	return o
+}
+
+type policyField struct {
+	ap    *securityv1.AuthorizationPolicy
+	field string
 }
 
 // targetRefs is GetTargetRefs: targetRefs, or the deprecated targetRef.
@@ -335,12 +385,9 @@ func (e *explanation) addObjects() {
 				if f.Broken != "" {
 					o.Summary = append(o.Summary, explain.Summary{Name: "fails closed", Value: f.Broken})
 				}
-				if raw, err := protojson.Marshal(f.Filter); err == nil {
-					var c bytes.Buffer
-					if json.Compact(&c, raw) == nil {
-						o.Value = c.Bytes()
-					}
-				}
+				// The document outputs print the filter from Message (-o json, -o yaml); the
+				// others do not need its JSON form, and -o envoy prints it inside its chains.
+				o.Message = f.Filter
 				if o.Origins == nil {
 					o.Origins = []provenance.FieldTrace{}
 				}

@@ -63,9 +63,9 @@ func PodWaypoints(snap *model.Snapshot, pod *corev1.Pod) []PodWaypoint {
 		}
 		var b *Binding
 		if svc != nil {
-			b = e.bindTarget(kind, svc.ObjectMeta, true)
+			b = e.bindTarget(kind, &svc.ObjectMeta, true)
 		} else {
-			b = e.bindTarget(kind, pod.ObjectMeta, false)
+			b = e.bindTarget(kind, &pod.ObjectMeta, false)
 		}
 		if b == nil || !b.Bound {
 			return nil
