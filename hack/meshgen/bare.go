@@ -194,6 +194,8 @@ type bareTask struct {
 	kind bareKind
 	path string
 	get  bool
+	// selector is the label selector of a list (source.Read Labeled).
+	selector string
 
 	requests int
 	bytes    int64
@@ -208,8 +210,13 @@ func tasksFor(reads []source.Read, istioNamespace string) []*bareTask {
 	nss := map[string][]string{}
 	names := map[string]map[string][]string{}
 	all := map[string]bool{}
+	labeled := map[string][]string{}
 	for _, r := range reads {
 		switch {
+		case r.Namespaces == nil && r.Labeled != "":
+			if !slices.Contains(labeled[r.Kind], r.Labeled) {
+				labeled[r.Kind] = append(labeled[r.Kind], r.Labeled)
+			}
 		case r.Namespaces == nil:
 			all[r.Kind] = true
 		case r.Names != nil:
@@ -226,7 +233,7 @@ func tasksFor(reads []source.Read, istioNamespace string) []*bareTask {
 	var tasks []*bareTask
 	for _, k := range bareKinds {
 		list, listed := nss[k.kind]
-		if _, named := names[k.kind]; !listed && !named && !all[k.kind] {
+		if _, named := names[k.kind]; !listed && !named && !all[k.kind] && labeled[k.kind] == nil {
 			continue
 		}
 		if all[k.kind] {
@@ -244,6 +251,9 @@ func tasksFor(reads []source.Read, istioNamespace string) []*bareTask {
 				continue
 			}
 			tasks = append(tasks, &bareTask{kind: k, path: k.prefix + "/namespaces/" + ns + "/" + k.resource})
+		}
+		for _, key := range labeled[k.kind] {
+			tasks = append(tasks, &bareTask{kind: k, path: k.prefix + "/" + k.resource, selector: key})
 		}
 		for _, ns := range slices.Sorted(maps.Keys(names[k.kind])) {
 			if ns == "" || slices.Contains(list, ns) {
@@ -364,6 +374,9 @@ func (t *bareTask) run(ctx context.Context, hc *http.Client, base string) error 
 		if !t.get {
 			q := url.Values{}
 			q.Set("limit", fmt.Sprint(pageSize))
+			if t.selector != "" {
+				q.Set("labelSelector", t.selector)
+			}
 			if cont != "" {
 				q.Set("continue", cont)
 			}

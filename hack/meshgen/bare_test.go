@@ -77,6 +77,10 @@ func TestPlanMirrorsThePlugin(t *testing.T) {
 	}
 	var paths []string
 	for _, task := range tasksFor(reads, a.istioNamespace) {
+		if task.selector != "" {
+			paths = append(paths, task.path+"?labelSelector="+task.selector)
+			continue
+		}
 		paths = append(paths, task.path)
 	}
 	want := []string{
@@ -195,10 +199,10 @@ func TestCheckPlanReads(t *testing.T) {
 	}
 }
 
-// The waypoint's reads are pkg/plan Waypoint's: every Namespace (their labels bind), every
-// Service and ServiceEntry (their own labels may name the waypoint from anywhere), and the
-// Gateways, pods, WorkloadEntries and AuthorizationPolicies (those of the root namespace too) of
-// the waypoint's namespace.
+// The waypoint's reads are pkg/plan Waypoint's: every Namespace (their labels bind), the
+// Gateways, Services, pods, ServiceEntries, WorkloadEntries and AuthorizationPolicies (those of
+// the root namespace too) of the waypoint's namespace, and in every namespace the Services,
+// pods, ServiceEntries and WorkloadEntries labelled istio.io/use-waypoint.
 func TestWaypointPlanReads(t *testing.T) {
 	a, err := parsePluginArgs(strings.Fields("authz waypoint/waypoint -n ns-002 -o json"))
 	if err != nil {
@@ -210,14 +214,22 @@ func TestWaypointPlanReads(t *testing.T) {
 	}
 	var paths []string
 	for _, task := range tasksFor(reads, a.istioNamespace) {
+		if task.selector != "" {
+			paths = append(paths, task.path+"?labelSelector="+task.selector)
+			continue
+		}
 		paths = append(paths, task.path)
 	}
 	want := []string{
 		"/api/v1/namespaces",
-		"/api/v1/services",
+		"/api/v1/namespaces/ns-002/services",
+		"/api/v1/services?labelSelector=istio.io/use-waypoint",
 		"/api/v1/namespaces/ns-002/pods",
-		"/apis/networking.istio.io/v1/serviceentries",
+		"/api/v1/pods?labelSelector=istio.io/use-waypoint",
+		"/apis/networking.istio.io/v1/namespaces/ns-002/serviceentries",
+		"/apis/networking.istio.io/v1/serviceentries?labelSelector=istio.io/use-waypoint",
 		"/apis/networking.istio.io/v1/namespaces/ns-002/workloadentries",
+		"/apis/networking.istio.io/v1/workloadentries?labelSelector=istio.io/use-waypoint",
 		"/apis/security.istio.io/v1/namespaces/istio-system/authorizationpolicies",
 		"/apis/security.istio.io/v1/namespaces/ns-002/authorizationpolicies",
 		"/apis/gateway.networking.k8s.io/v1/namespaces/ns-002/gateways",

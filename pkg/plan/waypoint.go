@@ -17,19 +17,22 @@ const (
 )
 
 // Waypoint is what `authz waypoint/NAME` reads: every Namespace (their labels bind services to
-// waypoints), every Service and ServiceEntry (their own labels may name the waypoint from any
-// namespace, bound or not, and ext_authz providers are Services), the Gateways of the
-// waypoint's namespace, and the pods, WorkloadEntries and AuthorizationPolicies of the
-// waypoint's namespace, the root namespace and every namespace that may bind to it: those whose
-// labels name it, and all of them when its HBONE listener allows other namespaces.
+// waypoints), the Gateways of the waypoint's namespace, and the Services, ServiceEntries, pods,
+// WorkloadEntries and AuthorizationPolicies of the waypoint's namespace, the root namespace and
+// every namespace that may bind to it: those whose labels name it, and all of them when its
+// HBONE listener allows other namespaces. In the other namespaces, the Services,
+// ServiceEntries, pods and WorkloadEntries that carry an istio.io/use-waypoint label are read
+// too (a list with that label selector): their own label may name the waypoint, bound or not.
+// The Services of the namespaces of ext_authz providers are read as well.
 type Waypoint struct {
 	ns, name  string
 	base      source.Spec
 	root      string
 	rootKnown bool
 	// served are the other namespaces whose objects are read; all: every namespace.
-	served []string
-	all    bool
+	served    []string
+	all       bool
+	providers []string
 }
 
 // NewWaypoint plans the reads of `authz waypoint/NAME -n NS`.
@@ -47,19 +50,30 @@ func (w *Waypoint) Reads() []source.Read {
 	if w.all {
 		withRoot = nil
 	}
-	return []source.Read{
+	svcs := namespaces(append(append([]string{w.ns}, w.served...), w.providers...)...)
+	if w.all {
+		svcs = nil
+	}
+	reads := []source.Read{
 		{Kind: source.KindNamespace},
 		{Kind: source.KindGateway, Namespaces: namespaces(w.ns)},
-		{Kind: source.KindService},
-		{Kind: source.KindServiceEntry},
+		{Kind: source.KindService, Namespaces: svcs},
+		{Kind: source.KindServiceEntry, Namespaces: objs},
 		{Kind: source.KindPod, Namespaces: objs},
 		{Kind: source.KindWorkloadEntry, Namespaces: objs},
 		{Kind: source.KindAuthorizationPolicy, Namespaces: withRoot},
 	}
+	if !w.all {
+		for _, kind := range []string{source.KindService, source.KindServiceEntry, source.KindPod, source.KindWorkloadEntry} {
+			reads = append(reads, source.Read{Kind: kind, Labeled: labelUseWaypoint})
+		}
+	}
+	return reads
 }
 
 // Load reads the planned kinds, then again with the namespaces the first snapshot shows bound
-// (namespace labels, the Gateway's allowed routes) and MeshConfig's root namespace.
+// (namespace labels, the Gateway's allowed routes), MeshConfig's root namespace and the
+// namespaces of ext_authz providers.
 func (w *Waypoint) Load(ctx context.Context, load Loader) (*model.Snapshot, error) {
 	for {
 		s := w.base
@@ -85,6 +99,11 @@ func (w *Waypoint) Load(ctx context.Context, load Loader) (*model.Snapshot, erro
 		for _, g := range snap.Gateways {
 			if g.Namespace == w.ns && g.Name == w.name && !w.all && allowsOthers(g) {
 				w.all, again = true, true
+			}
+		}
+		for _, pns := range providerNamespaces(snap) {
+			if pns != w.ns && !slices.Contains(w.providers, pns) {
+				w.providers, again = append(w.providers, pns), true
 			}
 		}
 		if !again {

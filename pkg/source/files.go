@@ -752,6 +752,13 @@ func (l *loader) loadDocument(d document, js []byte, inherit *header) {
 	} else {
 		o, problems = ki.decode(js)
 	}
+	if keys := l.labelledOnly(ki, ns, h.Metadata.Name); l.spec.FilterFiles && keys != nil && o != nil && !hasAnyLabel(o.GetLabels(), keys) {
+		// A labelled read would not return it; in overlay mode it still replaces the live
+		// object it changes.
+		if _, live := l.objs[model.ObjectKey{Kind: ki.kind, Namespace: ns, Name: h.Metadata.Name}]; !live {
+			return
+		}
+	}
 	if len(problems) > 0 {
 		l.fieldIssues(d, ref, problems)
 		return
@@ -801,6 +808,16 @@ func (l *loader) fieldIssues(d document, ref provenance.Ref, problems []fieldErr
 			Message: p.Message + "; the object is skipped",
 		})
 	}
+}
+
+// hasAnyLabel reports whether labels has one of keys.
+func hasAnyLabel(labels map[string]string, keys []string) bool {
+	for _, k := range keys {
+		if _, ok := labels[k]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // addFileObject records an object read from a file; in overlay mode it replaces the live object

@@ -39,7 +39,7 @@ spec:
 ---
 apiVersion: v1
 kind: Service
-metadata: {name: web, namespace: b}
+metadata: {name: web, namespace: b, labels: {istio.io/use-waypoint: wp}}
 spec:
   ports: [{port: 80}]
 ---
@@ -53,7 +53,7 @@ metadata: {name: q, namespace: b}
 ---
 apiVersion: v1
 kind: Pod
-metadata: {name: r, namespace: c}
+metadata: {name: r, namespace: c, labels: {istio.io/use-waypoint: wp}}
 ---
 apiVersion: apps/v1
 kind: Deployment
@@ -167,6 +167,25 @@ func TestFilterFilesKeepsWhatAClusterReadWould(t *testing.T) {
 			name: "pods by name and in every namespace",
 			reads: []Read{
 				{Kind: KindPod, Namespaces: []string{"b"}, Names: []string{"p"}},
+				{Kind: KindPod},
+			},
+			want: []string{"Pod b/p", "Pod b/q", "Pod c/r"},
+		},
+		{
+			name: "labelled reads: the objects of other namespaces that carry the label",
+			reads: []Read{
+				{Kind: KindService, Namespaces: []string{"a"}},
+				{Kind: KindService, Labeled: "istio.io/use-waypoint"},
+				{Kind: KindPod, Namespaces: []string{"b"}},
+				{Kind: KindPod, Labeled: "istio.io/use-waypoint"},
+				{Kind: KindServiceEntry, Labeled: "istio.io/use-waypoint"},
+			},
+			want: []string{"Pod b/p", "Pod b/q", "Pod c/r", "Service a/web", "Service b/web"},
+		},
+		{
+			name: "a read of every namespace reads past the label",
+			reads: []Read{
+				{Kind: KindPod, Labeled: "istio.io/use-waypoint"},
 				{Kind: KindPod},
 			},
 			want: []string{"Pod b/p", "Pod b/q", "Pod c/r"},

@@ -122,8 +122,11 @@ type readTask struct {
 	ns string
 	// name is the object a get of a namespaced kind reads, in ns.
 	name string
-	get  bool
-	mesh bool
+	// selector, for a list in every namespace, is the label selector of the objects listed
+	// (Read.Labeled).
+	selector string
+	get      bool
+	mesh     bool
 
 	// version is the version an Istio kind was read at when the cluster does not serve its own.
 	version string
@@ -293,6 +296,11 @@ func planReads(reads []Read) ([]*readTask, error) {
 		if sc.all {
 			continue
 		}
+		if ki.list != nil {
+			for _, key := range sc.labeled {
+				tasks = append(tasks, &readTask{kind: ki, selector: key})
+			}
+		}
 		for _, ns := range slices.Sorted(maps.Keys(sc.names)) {
 			if sc.namespaces[ns] {
 				continue
@@ -332,12 +340,12 @@ func (l *loader) run(ctx context.Context, c *clients, t *readTask) {
 			t.err = err
 		}
 	default:
-		t.objs, t.err = listAll(ctx, c, t.kind, t.ns, "")
+		t.objs, t.err = listAll(ctx, c, t.kind, t.ns, t.selector, "")
 		if t.err != nil && t.kind.istio && crdMissing(t.err) {
 			// Istio before 1.22 serves its kinds at v1beta1 (networking also at v1alpha3).
 			if v := c.servedVersion(ctx, t.kind); v != "" {
 				t.version = v
-				t.objs, t.err = listAll(ctx, c, t.kind, t.ns, v)
+				t.objs, t.err = listAll(ctx, c, t.kind, t.ns, t.selector, v)
 			}
 		}
 	}
@@ -388,6 +396,8 @@ func (l *loader) readFailed(c *clients, t *readTask) {
 		verb, what, where = "get", t.kind.qualifiedResource()+"/"+t.ns, "-"
 	case t.kind.cluster:
 		where = "-"
+	case t.selector != "":
+		what += " labelled " + t.selector
 	}
 	msg := readFailure(c, t.err, verb, what, where)
 	l.issue(model.LoadIssue{Severity: "warning", Message: msg, Incomplete: []string{t.kind.kind}})

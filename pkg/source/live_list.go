@@ -18,17 +18,18 @@ import (
 // listAll reads every page of a list. When a continue token expires mid-way, the list is
 // restarted without paging, as client-go's pager does, at most maxListRestarts times. Istio
 // kinds are read as raw JSON (at version, or at the kind's own version when version is "") and
-// each page is decoded while the next one is read.
-func listAll(ctx context.Context, c *clients, ki *kindInfo, ns, version string) ([]object, error) {
+// each page is decoded while the next one is read. A selector lists only the objects that match
+// it (a label selector, as the API server takes it).
+func listAll(ctx context.Context, c *clients, ki *kindInfo, ns, selector, version string) ([]object, error) {
 	if ki.istio {
 		if version == "" {
 			version = ki.versions[0]
 		}
 		if rc := c.istioRESTAt(ki.group + "/" + version); rc != nil {
-			return listRaw(ctx, rc, ki, ns, c.ruleInFull, c.vsNeeded)
+			return listRaw(ctx, rc, ki, ns, selector, c.ruleInFull, c.vsNeeded)
 		}
 	}
-	opts := metav1.ListOptions{Limit: pageSize}
+	opts := metav1.ListOptions{Limit: pageSize, LabelSelector: selector}
 	var out []object
 	restarts := 0
 	for {
@@ -39,7 +40,7 @@ func listAll(ctx context.Context, c *clients, ki *kindInfo, ns, version string) 
 					return nil, &expiredError{restarts: restarts, last: err}
 				}
 				restarts++
-				opts, out = metav1.ListOptions{}, nil
+				opts, out = metav1.ListOptions{LabelSelector: selector}, nil
 				continue
 			}
 			return nil, err
@@ -166,26 +167,26 @@ type pageResult[I any] struct {
 
 // listRaw reads every page of an Istio kind, decoding each page while the next is in flight.
 // ruleInFull is Spec.DestinationRuleInFull, vsNeeded Spec.VirtualServiceNeeded.
-func listRaw(ctx context.Context, rc rest.Interface, ki *kindInfo, ns string, ruleInFull func(namespace, host string) bool, vsNeeded func(listed []byte) bool) ([]object, error) {
+func listRaw(ctx context.Context, rc rest.Interface, ki *kindInfo, ns, selector string, ruleInFull func(namespace, host string) bool, vsNeeded func(listed []byte) bool) ([]object, error) {
 	switch {
 	case ki.kind == KindVirtualService && vsNeeded != nil:
-		return listPages(ctx, rc, ki, ns, func(ki *kindInfo, item *json.RawMessage) (object, error) {
+		return listPages(ctx, rc, ki, ns, selector, func(ki *kindInfo, item *json.RawMessage) (object, error) {
 			return decodeNeededVirtualService(ki, *item, vsNeeded)
 		})
 	case ki.kind == KindVirtualService:
-		return listPages(ctx, rc, ki, ns, decodeVirtualService)
+		return listPages(ctx, rc, ki, ns, selector, decodeVirtualService)
 	case ki.kind == KindDestinationRule && ruleInFull != nil:
-		return listPages(ctx, rc, ki, ns, func(ki *kindInfo, env *liveEnvelope[json.RawMessage]) (object, error) {
+		return listPages(ctx, rc, ki, ns, selector, func(ki *kindInfo, env *liveEnvelope[json.RawMessage]) (object, error) {
 			return decodeDestinationRule(ki, env, ruleInFull)
 		})
 	}
-	return listPages(ctx, rc, ki, ns, decodeEnvelope)
+	return listPages(ctx, rc, ki, ns, selector, decodeEnvelope)
 }
 
 // listPages reads every page of a list, decoding each item with decode; an item decode
 // returns nil for is left out.
-func listPages[I any](ctx context.Context, rc rest.Interface, ki *kindInfo, ns string, decode func(*kindInfo, *I) (object, error)) ([]object, error) {
-	opts := metav1.ListOptions{Limit: pageSize}
+func listPages[I any](ctx context.Context, rc rest.Interface, ki *kindInfo, ns, selector string, decode func(*kindInfo, *I) (object, error)) ([]object, error) {
+	opts := metav1.ListOptions{Limit: pageSize, LabelSelector: selector}
 	var out []object
 	restarts := 0
 	page, err := fetchPage[I](ctx, rc, ki, ns, opts)
@@ -196,7 +197,7 @@ func listPages[I any](ctx context.Context, rc rest.Interface, ki *kindInfo, ns s
 					return nil, &expiredError{restarts: restarts, last: err}
 				}
 				restarts++
-				opts, out = metav1.ListOptions{}, nil
+				opts, out = metav1.ListOptions{LabelSelector: selector}, nil
 				page, err = fetchPage[I](ctx, rc, ki, ns, opts)
 				continue
 			}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	meshv1alpha1 "istio.io/api/mesh/v1alpha1"
@@ -85,6 +86,11 @@ type Read struct {
 	// get in each of Namespaces instead of listing them: `authz pod/NAME` needs one pod, not
 	// its namespace's. A namespace another Read of the kind lists is listed.
 	Names []string
+	// Labeled, with Namespaces nil, reads only the objects that carry this label, in every
+	// namespace (a list with the label selector KEY): `authz waypoint/NAME` needs the Services
+	// of other namespaces only when their istio.io/use-waypoint label may name it. A namespace
+	// another Read of the kind lists is read whole.
+	Labeled string
 }
 
 // Load reads the objects and the MeshConfig the engines need. Problems with single objects or
@@ -205,6 +211,8 @@ type readScope struct {
 	namespaces map[string]bool
 	// names are the names read in a namespace that is not listed, by namespace.
 	names map[string]map[string]bool
+	// labeled are the labels whose objects are read in every namespace (Read.Labeled).
+	labeled []string
 }
 
 // readScopes merges Reads by kind, as planReads does.
@@ -216,6 +224,10 @@ func readScopes(reads []Read) map[string]readScope {
 			sc.namespaces = map[string]bool{}
 		}
 		switch {
+		case r.Namespaces == nil && r.Labeled != "":
+			if !slices.Contains(sc.labeled, r.Labeled) {
+				sc.labeled = append(sc.labeled, r.Labeled)
+			}
 		case r.Namespaces == nil:
 			sc.all = true
 		case r.Names != nil:
@@ -256,7 +268,19 @@ func (l *loader) planned(ki *kindInfo, ns, name string) bool {
 	case ki.cluster:
 		return sc.namespaces[name]
 	}
-	return sc.namespaces[ns] || sc.names[ns][name]
+	// An object of a labelled read is kept until its labels are known (labelledOnly).
+	return sc.namespaces[ns] || sc.names[ns][name] || (!sc.all && len(sc.labeled) > 0 && ki.list != nil)
+}
+
+// labelledOnly returns the labels of which the object must carry one to be read, when Reads
+// would read it only by a labelled read (Read.Labeled); nil when they read it whatever its
+// labels.
+func (l *loader) labelledOnly(ki *kindInfo, ns, name string) []string {
+	sc, ok := l.plan[ki.kind]
+	if !ok || sc.all || ki.cluster || len(sc.labeled) == 0 || sc.namespaces[ns] || sc.names[ns][name] {
+		return nil
+	}
+	return sc.labeled
 }
 
 // appliedMesh is the effective mesh config and where it came from.
