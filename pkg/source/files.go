@@ -744,6 +744,10 @@ func (l *loader) loadDocument(d document, js []byte, inherit *header) {
 		// A cluster read with the same plan would not return it.
 		return
 	}
+	if keys := l.labelledOnly(ki, ns, h.Metadata.Name); l.spec.FilterFiles && !l.spec.Overlay && keys != nil && !mayHoldLabel(js, keys) {
+		// Nor would the labelled read that alone could (skips).
+		return
+	}
 	ref := provenance.Ref{Kind: ki.kind, Namespace: ns, Name: h.Metadata.Name}
 	var o object
 	var problems []fieldError

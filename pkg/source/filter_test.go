@@ -4,7 +4,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 )
 
 // filterWorld holds objects of several kinds in three namespaces, the mesh ConfigMap, and a
@@ -250,5 +253,38 @@ func TestFilterFilesInOverlay(t *testing.T) {
 	// The broken rule in c is read (c is planned), so its problem is reported.
 	if len(snap.Issues) != 1 || snap.Issues[0].Resource == nil || snap.Issues[0].Resource.Name != "broken" {
 		t.Errorf("issues = %+v, want the broken rule's", snap.Issues)
+	}
+}
+
+// TestLabelledReadInOverlay: a file that drops the label from an object a labelled read returns
+// live still replaces it (the what-if removes the label); an unlabelled file object no read
+// returns is left out.
+func TestLabelledReadInOverlay(t *testing.T) {
+	t.Chdir(t.TempDir())
+	write(t, "change.yaml", `apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: b}
+spec:
+  ports: [{port: 80}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: other, namespace: c}
+spec:
+  ports: [{port: 80}]
+`)
+	live := &corev1.Service{ObjectMeta: objMeta("b", "web", "4")}
+	live.Labels = map[string]string{"istio.io/use-waypoint": "wp"}
+	f := newFakeCluster([]runtime.Object{live}, nil)
+	reads := []Read{{Kind: KindService, Namespaces: []string{"a"}}, {Kind: KindService, Labeled: "istio.io/use-waypoint"}}
+	snap, err := load(t.Context(), Spec{Files: []string{"change.yaml"}, Overlay: true, Reads: reads, FilterFiles: true}, f.clients())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"Service b/web"}, keys(snap)); diff != "" {
+		t.Fatalf("objects (-want +got):\n%s", diff)
+	}
+	if s := snap.Services[0]; len(s.Labels) != 0 || snap.Sources[model.ObjectKey{Kind: "Service", Namespace: "b", Name: "web"}].Position == nil {
+		t.Errorf("Service b/web is the live one (labels %v), want the file's without the label", s.Labels)
 	}
 }

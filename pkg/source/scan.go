@@ -518,8 +518,10 @@ func hasOpener(s []byte) bool {
 // skips reports whether loadDocument drops a root object with header h without decoding it and
 // without an issue: a kind the engines do not read, a ConfigMap other than the mesh ConfigMap,
 // and, with FilterFiles, an object no planned read returns. It follows loadDocument's checks in
-// order, so that every object loadDocument reports or keeps is loaded in full.
-func (l *loader) skips(h header) bool {
+// order, so that every object loadDocument reports or keeps is loaded in full. text is the
+// document's: an object a planned read returns only by a label (Read.Labeled) is skipped when
+// the label cannot be in it.
+func (l *loader) skips(h header, text []byte) bool {
 	if h.Kind == "" || h.APIVersion == "" || strings.HasSuffix(h.Kind, "List") {
 		return false
 	}
@@ -543,7 +545,28 @@ func (l *loader) skips(h header) bool {
 		return false
 	}
 	ns = l.objectNamespace(ki, ns)
-	return !l.planned(ki, ns, h.Metadata.Name)
+	if !l.planned(ki, ns, h.Metadata.Name) {
+		return true
+	}
+	// Laid over a cluster, an object without the label may still replace a live one that has
+	// it: loadDocument decides, knowing the live objects.
+	keys := l.labelledOnly(ki, ns, h.Metadata.Name)
+	return keys != nil && !l.spec.Overlay && !mayHoldLabel(text, keys)
+}
+
+// mayHoldLabel reports whether text may hold a label of keys: the name part of one (after its
+// prefix's slash) is in it. A label key is written out in YAML and JSON alike, so an object
+// whose text lacks every name has none of the labels, and is never decoded for them.
+func mayHoldLabel(text []byte, keys []string) bool {
+	for _, k := range keys {
+		if i := strings.LastIndexByte(k, '/'); i >= 0 {
+			k = k[i+1:]
+		}
+		if bytes.Contains(text, []byte(k)) {
+			return true
+		}
+	}
+	return false
 }
 
 // skipsJSON is skips for one value of a JSON stream, whose header is read as loadDocument reads
@@ -555,5 +578,5 @@ func (l *loader) skipsJSON(raw []byte) bool {
 	}
 	var h header
 	_ = json.Unmarshal(js, &h)
-	return l.skips(h)
+	return l.skips(h, js)
 }

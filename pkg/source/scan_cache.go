@@ -214,7 +214,7 @@ func (l *loader) prepareOne(in *input) {
 		if d.tree == nil {
 			continue
 		}
-		if scanDocuments && d.scanOK && l.skips(d.sc.h) {
+		if scanDocuments && d.scanOK && l.skips(d.sc.h, d.text) {
 			in.skip[i] = true
 			continue
 		}
