@@ -174,7 +174,8 @@ var kindRank = map[string]int{
 // creationTimestamp are created in timestamp order, one group per distinct timestamp, each group
 // sorted by name then namespace (the tie-break istiod uses), and a group waits a little more than
 // a second after the previous one when it holds a kind an earlier group already created. The
-// live creation order then equals the order the files state.
+// objects without a stamp come first, by kind, then by name and namespace. The live creation
+// order then equals the order the files state.
 func applyGroups(objs []*unstructured.Unstructured) [][]*unstructured.Unstructured {
 	var plain []*unstructured.Unstructured
 	stamped := map[string][]*unstructured.Unstructured{}
@@ -194,7 +195,16 @@ func applyGroups(objs []*unstructured.Unstructured) [][]*unstructured.Unstructur
 		if !okj {
 			rj = 100
 		}
-		return ri < rj
+		if ri != rj {
+			return ri < rj
+		}
+		// istiod orders some objects without a stamp in the files (the Services a waypoint
+		// serves) by their live creationTimestamp, ties by name: created in name order, a
+		// second boundary between two of them cannot reverse the order the files give.
+		if plain[i].GetName() != plain[j].GetName() {
+			return plain[i].GetName() < plain[j].GetName()
+		}
+		return plain[i].GetNamespace() < plain[j].GetNamespace()
 	})
 	groups := [][]*unstructured.Unstructured{plain}
 	stamps := make([]string, 0, len(stamped))
