@@ -80,7 +80,7 @@ func (c *Check) Load(ctx context.Context, load Loader, base source.Spec) (*model
 			c.root, c.rootKnown, again = snap.RootNamespace(), true, true
 		}
 		if c.namespaces != nil {
-			for _, ns := range append(waypointClientNamespaces(snap, c.namespaces), usedWaypointNamespaces(snap, c.namespaces)...) {
+			for _, ns := range waypointLinks(snap, c.namespaces) {
 				if !slices.Contains(c.namespaces, ns) && !slices.Contains(c.served, ns) {
 					c.served, again = append(c.served, ns), true
 				}
@@ -92,61 +92,42 @@ func (c *Check) Load(ctx context.Context, load Loader, base source.Spec) (*model
 	}
 }
 
-// waypointClientNamespaces are the namespaces of the Namespaces, Services and ServiceEntries
-// of snap whose istio.io/use-waypoint label names a waypoint of one of nss (the waypoint's
-// namespace is the object's own, or its istio.io/use-waypoint-namespace label's).
-func waypointClientNamespaces(snap *model.Snapshot, nss []string) []string {
+// waypointLinks are the namespaces that istio.io/use-waypoint labels link to nss: those of
+// the Namespaces, Services and ServiceEntries whose label names a waypoint of nss (the
+// waypoint's namespace is the object's own, or its istio.io/use-waypoint-namespace label's),
+// and those that the use-waypoint-namespace labels of the Namespaces, Services, ServiceEntries
+// and Pods of nss name.
+func waypointLinks(snap *model.Snapshot, nss []string) []string {
 	var out []string
-	add := func(ns string, l map[string]string) {
+	visit := func(ns string, l map[string]string, binds bool) {
 		if _, ok := l[labelUseWaypoint]; !ok {
 			return
 		}
-		wns := ns
-		if o, ok := l[labelUseWaypointNS]; ok {
-			wns = o
+		wns, named := l[labelUseWaypointNS]
+		if !named {
+			wns = ns
 		}
-		if slices.Contains(nss, wns) {
+		if binds && slices.Contains(nss, wns) {
 			out = append(out, ns)
+		}
+		if named && slices.Contains(nss, ns) {
+			out = append(out, wns)
 		}
 	}
 	for _, n := range snap.Namespaces {
-		add(n.Name, n.Labels)
+		visit(n.Name, n.Labels, true)
 	}
 	for _, s := range snap.Services {
-		add(s.Namespace, s.Labels)
+		visit(s.Namespace, s.Labels, true)
 	}
 	for _, se := range snap.ServiceEntries {
-		add(se.Namespace, se.Labels)
+		visit(se.Namespace, se.Labels, true)
+	}
+	for _, p := range snap.Pods {
+		visit(p.Namespace, p.Labels, false)
 	}
 	return namespaces(out...)
 }
 
 // Base is the Spec of the command's flags the plan was made with.
 func (c *Check) Base() source.Spec { return c.base }
-
-// usedWaypointNamespaces are the namespaces named by the istio.io/use-waypoint-namespace label
-// of the Namespaces, Services, ServiceEntries and Pods of nss that use a waypoint.
-func usedWaypointNamespaces(snap *model.Snapshot, nss []string) []string {
-	var out []string
-	add := func(ns string, l map[string]string) {
-		if _, ok := l[labelUseWaypoint]; !ok || !slices.Contains(nss, ns) {
-			return
-		}
-		if o, ok := l[labelUseWaypointNS]; ok {
-			out = append(out, o)
-		}
-	}
-	for _, n := range snap.Namespaces {
-		add(n.Name, n.Labels)
-	}
-	for _, s := range snap.Services {
-		add(s.Namespace, s.Labels)
-	}
-	for _, se := range snap.ServiceEntries {
-		add(se.Namespace, se.Labels)
-	}
-	for _, p := range snap.Pods {
-		add(p.Namespace, p.Labels)
-	}
-	return namespaces(out...)
-}
