@@ -237,17 +237,20 @@ func (ix *Index) whyNot(p *Proxy, svc *Service, d *drInfo, list []*drEntry, step
 		return []provenance.Ref{chosen.primary.ref}
 	}
 
+	// D2 and D6 for a rule of another namespace are worded without the client's namespace:
+	// they are one cause for every client outside the rule's namespace, and `check` merges
+	// them into one finding that lists those clients.
 	if d.ns != c && d.ns != s && d.ns != root {
 		return found(diag.RuleOffLookupPath,
-			fmt.Sprintf("%s (host %s) is never consulted for this proxy: istiod looks for DestinationRules of %s only in the client namespace %s, the service namespace %s and the root namespace %s",
-				d.ref, d.host, host, c, s, root),
-			fmt.Sprintf("move %s to namespace %s (with exportTo including %s) or to %s", d.ref, s, c, root))
+			fmt.Sprintf("%s (host %s) is never consulted for proxies outside namespace %s, this one included: istiod looks for DestinationRules of %s only in the proxy's own namespace, the service namespace %s and the root namespace %s",
+				d.ref, d.host, d.ns, host, s, root),
+			fmt.Sprintf("move %s to namespace %s (with exportTo including the namespaces of its clients) or to %s", d.ref, s, root))
 	}
 	if d.hasSelector && d.ns != c {
 		return found(diag.SelectorRuleIgnored,
-			fmt.Sprintf("%s has a workloadSelector (%s), so it is never exported: it applies only to proxies in namespace %s, and this proxy is in %s",
-				d.ref, formatLabels(d.selector), d.ns, c),
-			fmt.Sprintf("create the rule in namespace %s, or remove spec.workloadSelector from %s", c, d.ref))
+			fmt.Sprintf("%s has a workloadSelector (%s), so it is never exported: it applies only to proxies in namespace %s, not to this one",
+				d.ref, formatLabels(d.selector), d.ns),
+			fmt.Sprintf("create the rule in the namespace of the clients it is meant for, or remove spec.workloadSelector from %s", d.ref))
 	}
 
 	// Step 1: the client namespace's local index (the root namespace's private index for a

@@ -29,8 +29,8 @@ func TestSelectionDiagnostics(t *testing.T) {
 			wantRule: refs(drref("bookinfo", "reviews")),
 			want: []explain.Diagnostic{{
 				ID: "D2", Severity: explain.SeverityError, Resources: refs(drref("payments", "elsewhere")),
-				Message: "DestinationRule payments/elsewhere (host reviews.bookinfo.svc.cluster.local) is never consulted for this proxy: istiod looks for DestinationRules of reviews.bookinfo.svc.cluster.local only in the client namespace frontend, the service namespace bookinfo and the root namespace istio-system",
-				Fix:     "move DestinationRule payments/elsewhere to namespace bookinfo (with exportTo including frontend) or to istio-system",
+				Message: "DestinationRule payments/elsewhere (host reviews.bookinfo.svc.cluster.local) is never consulted for proxies outside namespace payments, this one included: istiod looks for DestinationRules of reviews.bookinfo.svc.cluster.local only in the proxy's own namespace, the service namespace bookinfo and the root namespace istio-system",
+				Fix:     "move DestinationRule payments/elsewhere to namespace bookinfo (with exportTo including the namespaces of its clients) or to istio-system",
 			}},
 		},
 		{
@@ -184,8 +184,8 @@ func TestSelectionDiagnostics(t *testing.T) {
 			wantRule: refs(drref("bookinfo", "reviews")),
 			want: []explain.Diagnostic{{
 				ID: "D6", Severity: explain.SeverityWarning, Resources: refs(drref("bookinfo", "sel")),
-				Message: "DestinationRule bookinfo/sel has a workloadSelector (app=web), so it is never exported: it applies only to proxies in namespace bookinfo, and this proxy is in frontend",
-				Fix:     "create the rule in namespace frontend, or remove spec.workloadSelector from DestinationRule bookinfo/sel",
+				Message: "DestinationRule bookinfo/sel has a workloadSelector (app=web), so it is never exported: it applies only to proxies in namespace bookinfo, not to this one",
+				Fix:     "create the rule in the namespace of the clients it is meant for, or remove spec.workloadSelector from DestinationRule bookinfo/sel",
 			}},
 		},
 		{
