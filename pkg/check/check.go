@@ -33,6 +33,9 @@ type Options struct {
 	Ignore []string
 	// Workers bound the concurrent client classes (0: GOMAXPROCS).
 	Workers int
+	// noGroups answers every namespace default for every host itself, not once per group of
+	// plain namespaces (groupPlan): the tests compare the two.
+	noGroups bool
 }
 
 // WorkloadEngine answers the per-workload question for the pods of one data plane: the
@@ -94,7 +97,9 @@ func WorkloadEngines(snap *model.Snapshot, revision string) []WorkloadEngine {
 // occurrence is one diagnostic of one answer: for a host from a class of clients, or for a
 // workload.
 type occurrence struct {
-	d        explain.Diagnostic
+	d explain.Diagnostic
+	// key is key(d), when known: an answer shared by many clients is keyed once.
+	key      string
 	host     string
 	clients  []string
 	workload string
@@ -117,7 +122,11 @@ func Run(snap *model.Snapshot, o Options) (*explain.CheckReport, error) {
 	}
 
 	m := newMerger(snap, newIgnorer(snap, o.Ignore))
-	hosts, err := hostOccurrences(ix, classes, planReuse(snap, classes), o.Workers, m)
+	grouping := planGroups(snap, ix)
+	if o.noGroups {
+		grouping = nil
+	}
+	hosts, err := hostOccurrences(ix, classes, planReuse(snap, classes), grouping, o.Workers, m)
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +161,7 @@ func Run(snap *model.Snapshot, o Options) (*explain.CheckReport, error) {
 // soon as the class is explained, as batch i for the class i, and are not kept. It returns the
 // number of hosts explained for at least one class, and the error of the first class that
 // failed.
-func hostOccurrences(ix *index.Index, classes []*Class, reuse *reusePlan, workers int, m *merger) (int, error) {
+func hostOccurrences(ix *index.Index, classes []*Class, reuse *reusePlan, grouping *groupPlan, workers int, m *merger) (int, error) {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
@@ -174,7 +183,7 @@ func hostOccurrences(ix *index.Index, classes []*Class, reuse *reusePlan, worker
 				go func() {
 					defer wg.Done()
 					for i := range next {
-						occ, hosts, err := classOccurrences(ix, shared, classes[i], reuse)
+						occ, hosts, err := classOccurrences(ix, shared, grouping, classes[i], reuse)
 						results <- result{i, occ, hosts, err}
 					}
 				}()
@@ -212,7 +221,7 @@ func hostOccurrences(ix *index.Index, classes []*Class, reuse *reusePlan, worker
 // classOccurrences is what `cluster HOST` reports for each host in the scope of the class's
 // proxy (Explainer.HostDiagnostics), or, where reuse allows, what the class of its namespace's default
 // sidecar was told. The cluster builds are shared with the other classes through shared.
-func classOccurrences(ix *index.Index, shared *envoycluster.SharedBuilds, c *Class, reuse *reusePlan) ([]occurrence, []string, error) {
+func classOccurrences(ix *index.Index, shared *envoycluster.SharedBuilds, grouping *groupPlan, c *Class, reuse *reusePlan) ([]occurrence, []string, error) {
 	proxy, err := c.proxy(ix)
 	if err != nil {
 		return nil, nil, err
@@ -225,38 +234,36 @@ func classOccurrences(ix *index.Index, shared *envoycluster.SharedBuilds, c *Cla
 	var others []*envoycluster.Explainer
 	var out []occurrence
 	var hosts []string
+	proxyDiags := e.ProxyDiagnostics()
+	proxyKeys := keysOf(proxyDiags)
 	for _, h := range e.Hosts() {
 		if a, ok := reuse.answer(c, h); ok {
 			if a.inScope {
 				hosts = append(hosts, h)
-				out = appendHost(out, append(slices.Clip(a.diags), e.ProxyDiagnostics()...), h, a.subject, names)
+				out = appendHost(out, a, proxyDiags, proxyKeys, h, names)
 			}
 			continue
 		}
-		svc, hostDiags, err := e.HostDiagnostics(h, shared)
+		a, err := hostOf(e, shared, grouping, c, h)
 		if err != nil {
 			return nil, nil, err
 		}
 		if reuse.records(c) {
-			a := hostAnswer{inScope: svc != nil}
-			if a.inScope {
-				a.subject, a.diags = svc.Ref, hostDiags
-			}
 			reuse.record(c, proxy, h, a)
 		}
-		if svc == nil {
+		if !a.inScope {
 			// Outside the proxy's scope: not a host this client sees.
 			continue
 		}
 		hosts = append(hosts, h)
-		diags := append(slices.Clip(hostDiags), e.ProxyDiagnostics()...)
-		if len(groups) == 1 || !slices.ContainsFunc(diags, func(d explain.Diagnostic) bool { return labelsNamed(d.Message, proxy.Labels) }) {
-			out = appendHost(out, diags, h, svc.Ref, names)
+		named := func(d explain.Diagnostic) bool { return labelsNamed(d.Message, proxy.Labels) }
+		if len(groups) == 1 || !slices.ContainsFunc(a.diags, named) && !slices.ContainsFunc(proxyDiags, named) {
+			out = appendHost(out, a, proxyDiags, proxyKeys, h, names)
 			continue
 		}
 		// The answer names the proxy's labels: each group of members with the same labels
 		// gets its own.
-		out = appendHost(out, diags, h, svc.Ref, groupNames(groups[0]))
+		out = appendHost(out, a, proxyDiags, proxyKeys, h, groupNames(groups[0]))
 		if others == nil {
 			for _, g := range groups[1:] {
 				p, err := memberProxy(ix, g[0])
@@ -271,16 +278,66 @@ func classOccurrences(ix *index.Index, shared *envoycluster.SharedBuilds, c *Cla
 			if err != nil {
 				return nil, nil, err
 			}
-			out = appendHost(out, append(odiags, others[i].ProxyDiagnostics()...), h, svc.Ref, groupNames(g))
+			oa := hostAnswer{inScope: true, subject: a.subject, diags: odiags}
+			out = appendHost(out, oa, others[i].ProxyDiagnostics(), nil, h, groupNames(g))
 		}
 	}
 	return out, hosts, nil
 }
 
-// appendHost records the diagnostics of host's answer for clients.
-func appendHost(out []occurrence, diags []explain.Diagnostic, host string, subject provenance.Ref, clients []string) []occurrence {
-	for _, d := range diags {
-		out = append(out, occurrence{d: d, host: host, clients: clients, subject: &subject})
+// hostOf is the answer of c's proxy (e's) for host, but the proxy's own diagnostics: the one
+// shared by the plain namespaces (groupPlan) when c is one of them and it was made, else
+// Explainer.HostDiagnostics.
+func hostOf(e *envoycluster.Explainer, shared *envoycluster.SharedBuilds, grouping *groupPlan, c *Class, host string) (hostAnswer, error) {
+	plain := grouping.plain(c, host)
+	if plain {
+		if a, ok := grouping.answer(host); ok {
+			return a, nil
+		}
+	}
+	svc, diags, err := e.HostDiagnostics(host, shared)
+	if err != nil {
+		return hostAnswer{}, err
+	}
+	a := hostAnswer{inScope: svc != nil}
+	if a.inScope {
+		a.subject, a.diags, a.keys = svc.Ref, diags, keysOf(diags)
+	}
+	if plain {
+		grouping.record(c.Namespace, host, a)
+	}
+	return a, nil
+}
+
+// appendHost records the diagnostics of host's answer a, then those of the proxy, for clients;
+// keys are those of the proxy's diagnostics, or nil.
+func appendHost(out []occurrence, a hostAnswer, proxyDiags []explain.Diagnostic, proxyKeys []string, host string, clients []string) []occurrence {
+	subject := &a.subject
+	for i, d := range a.diags {
+		out = append(out, occurrence{d: d, key: keyAt(a.keys, i), host: host, clients: clients, subject: subject})
+	}
+	for i, d := range proxyDiags {
+		out = append(out, occurrence{d: d, key: keyAt(proxyKeys, i), host: host, clients: clients, subject: subject})
+	}
+	return out
+}
+
+// keyAt is keys[i], or "" when keys has none.
+func keyAt(keys []string, i int) string {
+	if i < len(keys) {
+		return keys[i]
+	}
+	return ""
+}
+
+// keysOf are the keys of diags.
+func keysOf(diags []explain.Diagnostic) []string {
+	if len(diags) == 0 {
+		return nil
+	}
+	out := make([]string, len(diags))
+	for i, d := range diags {
+		out[i] = key(d)
 	}
 	return out
 }
@@ -392,7 +449,10 @@ func newMerger(snap *model.Snapshot, ign *ignorer) *merger {
 func (m *merger) add(batch int, occ []occurrence) {
 	for i, o := range occ {
 		p := at{batch, i}
-		k := key(o.d)
+		k := o.key
+		if k == "" {
+			k = key(o.d)
+		}
 		a := m.byKey[k]
 		if a == nil {
 			a = &acc{first: p, d: o.d, subject: o.subject, hosts: map[string]bool{}, clients: map[string]bool{}, workloads: map[string]bool{}, waypoints: map[string]bool{}, messages: map[string]bool{}}

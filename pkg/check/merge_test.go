@@ -33,7 +33,7 @@ func TestMergerTakesBatchesInAnyOrder(t *testing.T) {
 	shared := envoycluster.NewSharedBuilds(ix)
 	var batches [][]occurrence
 	for _, c := range classes {
-		occ, _, err := classOccurrences(ix, shared, c, nil)
+		occ, _, err := classOccurrences(ix, shared, nil, c, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

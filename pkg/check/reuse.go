@@ -29,6 +29,8 @@ type hostAnswer struct {
 	inScope bool
 	subject provenance.Ref
 	diags   []explain.Diagnostic
+	// keys are the keys of diags (key), made once for every class that takes the answer.
+	keys []string
 }
 
 // reusePlan says which classes take the answers of their namespace default's class.

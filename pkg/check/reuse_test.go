@@ -27,7 +27,7 @@ func TestReuseFindsTheSame(t *testing.T) {
 	}
 	ign := newIgnorer(snap, nil)
 	with, without := newMerger(snap, ign), newMerger(snap, ign)
-	hostsWith, err := hostOccurrences(ix, classes, plan, 2, with)
+	hostsWith, err := hostOccurrences(ix, classes, plan, nil, 2, with)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestReuseFindsTheSame(t *testing.T) {
 	if taken == 0 {
 		t.Fatal("no answer taken")
 	}
-	hostsWithout, err := hostOccurrences(ix, classes, nil, 2, without)
+	hostsWithout, err := hostOccurrences(ix, classes, nil, nil, 2, without)
 	if err != nil {
 		t.Fatal(err)
 	}

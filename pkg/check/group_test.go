@@ -1,0 +1,71 @@
+package check
+
+import (
+	"reflect"
+	"testing"
+
+	gen "github.com/mesh-explain/kubectl-mesh-explain/internal/testkit/meshgen"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
+)
+
+// TestGroupsShareAnswers explains every host for every class on the generated bench mesh with
+// and without the answers shared by plain namespaces (groupPlan), and requires the same
+// findings, and that answers were shared.
+func TestGroupsShareAnswers(t *testing.T) {
+	sizes := gen.Scaled(0.01) // 100 Services, 200 Pods, 50 DestinationRules
+	sizes.Namespaces = 10
+	sizes.Waypoints = gen.AmbientNamespaces(sizes.Namespaces)
+	snap, _, err := gen.LoadSnapshot(gen.Config{Seed: 3, Sizes: sizes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := index.Build(snap)
+	classes := Classes(snap, Clients(snap, nil))
+	grouping := planGroups(snap, ix)
+	ign := newIgnorer(snap, nil)
+	with, without := newMerger(snap, ign), newMerger(snap, ign)
+	hostsWith, err := hostOccurrences(ix, classes, planReuse(snap, classes), grouping, 2, with)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if grouping.taken == 0 {
+		t.Fatal("no answer shared: the comparison proves nothing")
+	}
+	hostsWithout, err := hostOccurrences(ix, classes, planReuse(snap, classes), nil, 2, without)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := with.findings(), without.findings()
+	if hostsWith != hostsWithout || !reflect.DeepEqual(a, b) {
+		t.Errorf("with shared answers: %d findings over %d hosts; explained by every class: %d over %d", len(a), hostsWith, len(b), hostsWithout)
+		for i := range min(len(a), len(b)) {
+			if !reflect.DeepEqual(a[i], b[i]) {
+				t.Errorf("first difference:\n%+v\n%+v", a[i], b[i])
+				break
+			}
+		}
+	}
+	t.Logf("%d classes, %d answers made for groups, %d taken from them, %d findings", len(classes), grouping.made, grouping.taken, len(a))
+}
+
+// TestNamesNamespace checks the test that keeps an answer naming its namespace from being
+// shared.
+func TestNamesNamespace(t *testing.T) {
+	for _, tc := range []struct {
+		d    explain.Diagnostic
+		want bool
+	}{
+		{explain.Diagnostic{Message: "the client namespace ns-1 has none"}, true},
+		{explain.Diagnostic{Message: "reviews.ns-1.svc.cluster.local is hidden"}, true},
+		{explain.Diagnostic{Fix: "add ns-1"}, true},
+		{explain.Diagnostic{Message: "ns-10 and ns-1x and xns-1 and ns-1-a"}, false},
+		{explain.Diagnostic{Resources: []provenance.Ref{{Kind: "DestinationRule", Namespace: "ns-1", Name: "a"}}}, true},
+		{explain.Diagnostic{Message: "nothing"}, false},
+	} {
+		if got := namesNamespace(tc.d, "ns-1"); got != tc.want {
+			t.Errorf("namesNamespace(%+v, ns-1) = %v, want %v", tc.d, got, tc.want)
+		}
+	}
+}
