@@ -346,8 +346,16 @@ func keysOf(diags []explain.Diagnostic) []string {
 // applies to it, and returns the occurrences and the number of pods answered for by each
 // engine's data plane.
 func workloadOccurrences(snap *model.Snapshot, engines []WorkloadEngine, namespaces []string) ([]occurrence, map[string]int) {
+	occ, counts, _ := workloadAnswers(snap, engines, namespaces)
+	return occ, counts
+}
+
+// workloadAnswers is workloadOccurrences, and the number of pods that took the answer of a
+// replica (replicaAnswers).
+func workloadAnswers(snap *model.Snapshot, engines []WorkloadEngine, namespaces []string) ([]occurrence, map[string]int, int) {
 	var out []occurrence
 	counts := map[string]int{}
+	replicas := newReplicaAnswers()
 	for _, pod := range snap.Pods {
 		if namespaces != nil && !slices.Contains(namespaces, pod.Namespace) {
 			continue
@@ -357,13 +365,17 @@ func workloadOccurrences(snap *model.Snapshot, engines []WorkloadEngine, namespa
 			continue
 		}
 		counts[engines[i].DataPlane()]++
-		res := engines[i].Explain(pod)
+		diags, ok := replicas.answer(pod, i)
+		if !ok {
+			diags = engines[i].Explain(pod).Diagnostics
+			replicas.record(pod, i, diags)
+		}
 		ref := provenance.Ref{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name}
-		for _, d := range res.Diagnostics {
+		for _, d := range diags {
 			out = append(out, occurrence{d: d, workload: ref.String(), subject: &ref})
 		}
 	}
-	return out, counts
+	return out, counts, replicas.taken
 }
 
 // waypointOccurrences asks `authz waypoint/NAME` of every waypoint (a Gateway of class

@@ -1,8 +1,12 @@
 package check
 
 import (
+	"fmt"
 	"reflect"
+	"slices"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
 
 	gen "github.com/mesh-explain/kubectl-mesh-explain/internal/testkit/meshgen"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
@@ -68,4 +72,55 @@ func TestNamesNamespace(t *testing.T) {
 			t.Errorf("namesNamespace(%+v, ns-1) = %v, want %v", tc.d, got, tc.want)
 		}
 	}
+}
+
+// TestReplicasShareAnswers checks that the replicas of the generated bench mesh take the
+// answer of the first one explained, and that the occurrences are those of every pod's own
+// answer.
+func TestReplicasShareAnswers(t *testing.T) {
+	sizes := gen.Scaled(0.01)
+	sizes.Namespaces = 10
+	sizes.Waypoints = gen.AmbientNamespaces(sizes.Namespaces)
+	snap, _, err := gen.LoadSnapshot(gen.Config{Seed: 3, Sizes: sizes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The generator's two pods of a ReplicaSet differ (version, image): give every pod a
+	// replica, on another node at another address.
+	var pods []*corev1.Pod
+	for i, pod := range snap.Pods {
+		r := pod.DeepCopy()
+		r.Name += "-r"
+		r.Spec.NodeName += "-r"
+		ip := fmt.Sprintf("10.200.%d.%d", i>>8, i&0xff)
+		r.Status.PodIP, r.Status.PodIPs = ip, []corev1.PodIP{{IP: ip}}
+		pods = append(pods, pod, r)
+	}
+	snap.Pods = pods
+	engines := WorkloadEngines(snap, "")
+	got, counts, taken := workloadAnswers(snap, engines, nil)
+	var want []occurrence
+	for _, pod := range snap.Pods {
+		i := slices.IndexFunc(engines, func(e WorkloadEngine) bool { return e.Applies(pod) })
+		if i < 0 {
+			continue
+		}
+		ref := provenance.Ref{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name}
+		for _, d := range engines[i].Explain(pod).Diagnostics {
+			want = append(want, occurrence{d: d, workload: ref.String(), subject: &ref})
+		}
+	}
+	if taken == 0 {
+		t.Fatal("no pod took the answer of a replica: the comparison proves nothing")
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("with the replicas' answers taken: %d occurrences; every pod explained: %d", len(got), len(want))
+		for i := range min(len(got), len(want)) {
+			if !reflect.DeepEqual(got[i], want[i]) {
+				t.Errorf("first difference:\n%+v\n%+v", got[i], want[i])
+				break
+			}
+		}
+	}
+	t.Logf("%v pods, %d took the answer of a replica, %d occurrences", counts, taken, len(got))
 }
