@@ -13,17 +13,18 @@ import (
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 )
 
-// The default sidecars of most namespaces see most hosts alike. Istio reads of a client
-// namespace, for the clusters of a host and their diagnostics, only what that namespace holds
-// or is named by: its Sidecar (or the root namespace's default one), its EnvoyFilters, its
-// ServiceEntries, the DestinationRules and VirtualServices it holds for the host (the first
-// step of the DestinationRule lookup, the routes it sees), whether it is the host's own
-// namespace or the root namespace, and the exportTo lists that name it. A namespace that holds
-// none of these for a host, and is named by no exportTo anywhere, sees every object that can
-// reach the host's answer exactly as every other such namespace does: an object exported to
-// "*" it sees, one exported to "." or to other names it does not. The default sidecars of
-// those namespaces get one answer for the host, made once (groupPlan) instead of once per
-// namespace; with N namespaces and H hosts the answers go from N·H to a few per host.
+// The default sidecars of most namespaces see most hosts alike. The answer for a host from a
+// namespace's default sidecar (`cluster HOST -n NS`: the index's scope, DestinationRule
+// lookup and routes, the cluster builds) reads of the client namespace only what that
+// namespace holds or is named by: its Sidecar (or the root namespace's default one), its
+// EnvoyFilters, its ServiceEntries, the DestinationRules and VirtualServices it holds for the
+// host (the first step of the DestinationRule lookup, the routes it sees), whether it is the
+// host's own namespace or the root namespace, and the exportTo lists that name it. A namespace
+// that holds none of these for a host, and is named by no exportTo anywhere, sees every object
+// that can reach the host's answer exactly as every other such namespace does: an object
+// exported to "*" it sees, one exported to "." or to other names it does not. The default
+// sidecars of those namespaces get one answer for the host, made once (groupPlan) instead of
+// once per namespace; with N namespaces and H hosts the answers go from N·H to a few per host.
 //
 // The answer taken must not name the namespace it was made for: it is shared only when none of
 // its diagnostics names that namespace (as a word of its message or fix, or as the namespace
