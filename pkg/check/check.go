@@ -236,11 +236,20 @@ func classOccurrences(ix *index.Index, shared *envoycluster.SharedBuilds, groupi
 	var hosts []string
 	proxyDiags := e.ProxyDiagnostics()
 	proxyKeys := keysOf(proxyDiags)
+	// folded: the class's answer, where it takes its namespace default's, is that class's
+	// answer in full (the same proxy diagnostics too), so `Namespace NS` in the default's
+	// findings already stands for its pods (docs/output.md) and the class adds nothing.
+	folded, err := reuse.folds(ix, c, proxyKeys)
+	if err != nil {
+		return nil, nil, err
+	}
 	for _, h := range e.Hosts() {
 		if a, ok := reuse.answer(c, h); ok {
 			if a.inScope {
 				hosts = append(hosts, h)
-				out = appendHost(out, a, proxyDiags, proxyKeys, h, names)
+				if !folded {
+					out = appendHost(out, a, proxyDiags, proxyKeys, h, names)
+				}
 			}
 			continue
 		}

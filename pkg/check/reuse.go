@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/envoycluster"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
@@ -102,6 +103,24 @@ func (p *reusePlan) record(c *Class, proxy *index.Proxy, host string, a hostAnsw
 		return
 	}
 	p.answers[c][host] = a
+}
+
+// folds reports whether c's answers taken from its base class are the base's answers in
+// full: the base lists its namespace (`Namespace NS`, which stands for every sidecar of the
+// namespace that gets its answer) and its proxy diagnostics are c's (proxyKeys).
+func (p *reusePlan) folds(ix *index.Index, c *Class, proxyKeys []string) (bool, error) {
+	if p == nil || p.base[c] == nil {
+		return false, nil
+	}
+	b := p.base[c]
+	if b.Members[0].Ref.Kind != "Namespace" {
+		return false, nil
+	}
+	proxy, err := b.proxy(ix)
+	if err != nil {
+		return false, err
+	}
+	return slices.Equal(keysOf(envoycluster.NewExplainer(ix, proxy).ProxyDiagnostics()), proxyKeys), nil
 }
 
 // answer returns the base class's answer for host when c can take it.
