@@ -21,6 +21,7 @@ func TestValuesTheWebhookRejectsAreReported(t *testing.T) {
 	}{
 		{"cluster/bad-input-connect-timeout-negative", "D33", "spec.trafficPolicy.connectionPool.tcp.connectTimeout", `\"duration must be greater than 1ms\"`},
 		{"cluster/bad-input-max-connections-negative", "D33", "spec.trafficPolicy.connectionPool.tcp.maxConnections", `\"max connections must be non-negative\"`},
+		{"cluster/bad-input-subset-name-not-a-label", "D33", "spec.subsets[0].name", `\"subset name is invalid: v1.0\"`},
 		{"sidecar/bad-input-port-not-a-number", "S18", "spec.rules[0].to[0].operation.ports[0]", `\"invalid policy bad.foo: bad port (abc): strconv.ParseUint: parsing \\\"abc\\\": invalid syntax\"`},
 		{"authz/bad-input-port-not-a-number", "A25", "spec.rules[0].to[0].operation.ports[0]", `\"invalid policy bad.foo: bad port (abc): strconv.ParseUint: parsing \\\"abc\\\": invalid syntax\"`},
 		{"sidecar/bad-input-ipblock-not-a-cidr", "S18", "spec.rules[0].from[0].source.ipBlocks[0]", `\"invalid policy bad.foo: bad IP address (not-a-cidr)\"`},

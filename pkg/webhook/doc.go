@@ -9,10 +9,14 @@
 // It may import: explain, explain/diag, provenance, istio.io/api types.
 //
 // The Istio functions it reproduces, in istio/istio pkg/config/validation/validation.go:
-// ValidateDestinationRule (validateTrafficPolicy, validateConnectionPool,
-// validateOutlierDetection, validateLoadBalancer, validatePortTrafficPolicies),
-// ValidateAuthorizationPolicy and ValidatePeerAuthentication; in
-// pkg/config/validation/agent/validation.go: ValidateDuration and ValidateTLS; in
+// validateMetadata, ValidateDestinationRule (validateTrafficPolicy, validateConnectionPool,
+// validateOutlierDetection, validateLoadBalancer, validatePortTrafficPolicies,
+// validateTunnelSettings, validateProxyProtocol, validateSubset, validateExportTo,
+// validateWorkloadSelector), ValidateAuthorizationPolicy and ValidatePeerAuthentication; in
+// pkg/config/validation/agent/validation.go: ValidateDuration, ValidateTLS,
+// ValidateWildcardDomain, ValidateFQDN, ValidateLocalityLbSetting and
+// ValidateZoneAwareLbSetting; in pkg/config/labels/instance.go: Instance.Validate; in
 // pkg/config/security/security.go: ValidatePorts, ValidateIPs, CheckEmptyValues. The
-// conformance module runs Istio's validation on every scenario and requires the same errors.
+// conformance module runs Istio's validation on every scenario and on the case objects of
+// testdata/cases, and requires the same errors.
 package webhook

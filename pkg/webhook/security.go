@@ -25,7 +25,7 @@ func valueLeftOut(action security.AuthorizationPolicy_Action) string {
 // AuthorizationPolicy returns what ValidateAuthorizationPolicy rejects among the values the
 // authorization engines read, after the metadata checks (istio.io/dry-run). Istio prefixes every error with "invalid policy NAME.NAMESPACE:".
 func AuthorizationPolicy(m Meta, spec *security.AuthorizationPolicy) []Problem {
-	if ps := dryRun(m, true, spec.GetAction().String()); ps != nil {
+	if ps := checkMetadata(m, true, spec.GetAction().String()); ps != nil {
 		return ps
 	}
 	var l list
@@ -205,7 +205,7 @@ func (l *list) empty(field, key string, values []string) {
 // PeerAuthentication returns what ValidatePeerAuthentication rejects in portLevelMtls, after
 // the metadata checks.
 func PeerAuthentication(m Meta, spec *security.PeerAuthentication) []Problem {
-	if ps := dryRun(m, false, ""); ps != nil {
+	if ps := checkMetadata(m, false, ""); ps != nil {
 		return ps
 	}
 	var l list
