@@ -24,6 +24,7 @@ func TestValuesTheWebhookRejectsAreReported(t *testing.T) {
 		{"cluster/bad-input-subset-name-not-a-label", "D33", "spec.subsets[0].name", `\"subset name is invalid: v1.0\"`},
 		{"sidecar/bad-input-port-not-a-number", "S18", "spec.rules[0].to[0].operation.ports[0]", `\"invalid policy bad.foo: bad port (abc): strconv.ParseUint: parsing \\\"abc\\\": invalid syntax\"`},
 		{"authz/bad-input-port-not-a-number", "A25", "spec.rules[0].to[0].operation.ports[0]", `\"invalid policy bad.foo: bad port (abc): strconv.ParseUint: parsing \\\"abc\\\": invalid syntax\"`},
+		{"authz/bad-input-when-source-ip-not-an-ip", "A25", "spec.rules[0].when[0].values", "\\\"invalid policy bad.foo: invalid `value` for `key` source.ip: 1 error occurred:\\\\n\\\\t* bad IP address (not-an-ip)\\\\n\\\\n\\\""},
 		{"sidecar/bad-input-ipblock-not-a-cidr", "S18", "spec.rules[0].from[0].source.ipBlocks[0]", `\"invalid policy bad.foo: bad IP address (not-a-cidr)\"`},
 		{"authz/bad-input-ipblock-not-a-cidr", "A25", "spec.rules[0].from[0].source.ipBlocks[0]", `\"invalid policy bad.foo: bad IP address (not-a-cidr)\"`},
 	} {

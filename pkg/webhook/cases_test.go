@@ -30,6 +30,10 @@ var checkers = map[string]struct {
 		func(m Meta, s proto.Message) []Problem {
 			return AuthorizationPolicy(m, s.(*security.AuthorizationPolicy))
 		}},
+	"PeerAuthentication": {func() proto.Message { return &security.PeerAuthentication{} },
+		func(m Meta, s proto.Message) []Problem {
+			return PeerAuthentication(m, s.(*security.PeerAuthentication))
+		}},
 }
 
 // TestCases runs every object of testdata/cases/*.yaml (one object per rule of Istio's
