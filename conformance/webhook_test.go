@@ -24,7 +24,7 @@ import (
 // ours runs the project's reproduction of Istio's validation on cfg; ok is false for a kind it
 // does not check.
 func ours(cfg config.Config) (ps []webhook.Problem, ok bool) {
-	m := webhook.Meta{Name: cfg.Name, Namespace: cfg.Namespace, Annotations: cfg.Annotations}
+	m := webhook.Meta{Name: cfg.Name, Namespace: cfg.Namespace, Annotations: cfg.Annotations, Labels: cfg.Labels}
 	switch spec := cfg.Spec.(type) {
 	case *networking.DestinationRule:
 		return webhook.DestinationRule(m, spec), true
@@ -32,6 +32,8 @@ func ours(cfg config.Config) (ps []webhook.Problem, ok bool) {
 		return webhook.AuthorizationPolicy(m, spec), true
 	case *security.PeerAuthentication:
 		return webhook.PeerAuthentication(m, spec), true
+	case *networking.ServiceEntry:
+		return webhook.ServiceEntry(m, spec), true
 	}
 	return nil, false
 }

@@ -30,6 +30,8 @@ var checkers = map[string]struct {
 		func(m Meta, s proto.Message) []Problem {
 			return AuthorizationPolicy(m, s.(*security.AuthorizationPolicy))
 		}},
+	"ServiceEntry": {func() proto.Message { return &networking.ServiceEntry{} },
+		func(m Meta, s proto.Message) []Problem { return ServiceEntry(m, s.(*networking.ServiceEntry)) }},
 	"PeerAuthentication": {func() proto.Message { return &security.PeerAuthentication{} },
 		func(m Meta, s proto.Message) []Problem {
 			return PeerAuthentication(m, s.(*security.PeerAuthentication))
@@ -61,6 +63,7 @@ func TestCases(t *testing.T) {
 						Name        string            `json:"name"`
 						Namespace   string            `json:"namespace"`
 						Annotations map[string]string `json:"annotations"`
+						Labels      map[string]string `json:"labels"`
 					} `json:"metadata"`
 					Spec json.RawMessage `json:"spec"`
 				}
@@ -78,7 +81,7 @@ func TestCases(t *testing.T) {
 				if err := (&jsonpb.Unmarshaler{}).Unmarshal(bytes.NewReader(obj.Spec), protoadapt.MessageV1Of(spec)); err != nil {
 					t.Fatalf("%s: %v", obj.Metadata.Name, err)
 				}
-				ps := c.check(Meta{Name: obj.Metadata.Name, Namespace: obj.Metadata.Namespace, Annotations: obj.Metadata.Annotations}, spec)
+				ps := c.check(Meta{Name: obj.Metadata.Name, Namespace: obj.Metadata.Namespace, Annotations: obj.Metadata.Annotations, Labels: obj.Metadata.Labels}, spec)
 				if len(ps) == 0 {
 					t.Errorf("%s %s: no problem; every case object must be rejected", obj.Kind, obj.Metadata.Name)
 				}

@@ -49,7 +49,7 @@ func DestinationRule(m Meta, spec *networking.DestinationRule) []Problem {
 		if p.at >= 0 {
 			field = fmt.Sprintf("spec.exportTo[%d]", p.at)
 		}
-		l.add(field, p.msg, drExportToIstiod(p.msg))
+		l.add(field, p.msg, exportToIstiod(p.msg, "rule"))
 	}
 	for _, msg := range selectorErrors(spec.GetWorkloadSelector().GetMatchLabels()) {
 		l.add("spec.workloadSelector.matchLabels", msg, selectorMatchesNothing)
@@ -62,20 +62,24 @@ func DestinationRule(m Meta, spec *networking.DestinationRule) []Problem {
 // by the result, without checking its form.
 const hostAsWritten = "istiod does not check it: it keys the rule by the host as written (a short name completed with the rule's namespace), so the rule applies only to a service whose hostname is exactly that"
 
-// drExportToIstiod is what istiod does with an exportTo the webhook rejects: setDestinationRules
-// reads the entries as a set of names, and ignores them on a rule with a workload selector.
-func drExportToIstiod(msg string) string {
+// exportToIstiod is what istiod does with an exportTo the webhook rejects on a `what` (rule or
+// service): setDestinationRules (pilot/pkg/model/push_context.go) and the service index read
+// the entries as a set of names; a DestinationRule with a workload selector ignores them.
+func exportToIstiod(msg, what string) string {
 	switch {
 	case strings.HasPrefix(msg, "duplicate"):
 		return "istiod reads exportTo as a set, so the repeated entry changes nothing"
 	case strings.HasPrefix(msg, "destination rule with workload selector"):
 		return "istiod ignores exportTo on a rule with a workload selector: the rule stays visible in its own namespace only"
 	case strings.HasPrefix(msg, "cannot have both public"):
-		return "istiod reads exportTo as a set: with `*` in it, the rule is visible in every namespace and the other entries change nothing"
+		return fmt.Sprintf("istiod reads exportTo as a set: with `*` in it, the %s is visible in every namespace and the other entries change nothing", what)
+	case strings.HasPrefix(msg, "cannot export service entry to no one"):
+		// initServiceRegistry: `*` wins, then `~` hides the service whatever else is listed.
+		return "istiod reads exportTo as a set: unless `*` is in it, `~` hides the service from every namespace, whatever the other entries name"
 	case strings.HasPrefix(msg, "exportTo ~"):
-		return "istiod matches `~` against no namespace: the entry exports the rule nowhere (not even to its own namespace, unless another entry does)"
+		return fmt.Sprintf("istiod matches `~` against no namespace: the entry exports the %s nowhere (not even to its own namespace, unless another entry does)", what)
 	}
-	return "istiod reads the entry as a namespace name, which no namespace can have: it exports the rule nowhere"
+	return fmt.Sprintf("istiod reads the entry as a namespace name, which no namespace can have: it exports the %s nowhere", what)
 }
 
 // trafficPolicy is validateTrafficPolicy: at least one field, not tunnel and proxyProtocol

@@ -40,10 +40,11 @@ func Diagnostics(id diag.ID, ref provenance.Ref, ps []Problem) []explain.Diagnos
 	return out
 }
 
-// Meta is the metadata validation reads: the object's name, namespace and annotations.
+// Meta is the metadata validation reads: the object's name, namespace, annotations, and labels
+// (a ServiceEntry's istio.io/use-waypoint).
 type Meta struct {
-	Name, Namespace string
-	Annotations     map[string]string
+	Name, Namespace     string
+	Annotations, Labels map[string]string
 }
 
 // dryRunAnnotation is the annotation that makes an AuthorizationPolicy dry-run.
