@@ -32,6 +32,8 @@ var checkers = map[string]struct {
 		}},
 	"ServiceEntry": {func() proto.Message { return &networking.ServiceEntry{} },
 		func(m Meta, s proto.Message) []Problem { return ServiceEntry(m, s.(*networking.ServiceEntry)) }},
+	"VirtualService": {func() proto.Message { return &networking.VirtualService{} },
+		func(m Meta, s proto.Message) []Problem { return VirtualService(m, s.(*networking.VirtualService)) }},
 	"PeerAuthentication": {func() proto.Message { return &security.PeerAuthentication{} },
 		func(m Meta, s proto.Message) []Problem {
 			return PeerAuthentication(m, s.(*security.PeerAuthentication))
