@@ -36,6 +36,8 @@ func ours(cfg config.Config) (ps []webhook.Problem, ok bool) {
 		return webhook.ServiceEntry(m, spec), true
 	case *networking.VirtualService:
 		return webhook.VirtualService(m, spec), true
+	case *networking.Sidecar:
+		return webhook.Sidecar(m, spec), true
 	}
 	return nil, false
 }

@@ -34,6 +34,8 @@ var checkers = map[string]struct {
 		func(m Meta, s proto.Message) []Problem { return ServiceEntry(m, s.(*networking.ServiceEntry)) }},
 	"VirtualService": {func() proto.Message { return &networking.VirtualService{} },
 		func(m Meta, s proto.Message) []Problem { return VirtualService(m, s.(*networking.VirtualService)) }},
+	"Sidecar": {func() proto.Message { return &networking.Sidecar{} },
+		func(m Meta, s proto.Message) []Problem { return Sidecar(m, s.(*networking.Sidecar)) }},
 	"PeerAuthentication": {func() proto.Message { return &security.PeerAuthentication{} },
 		func(m Meta, s proto.Message) []Problem {
 			return PeerAuthentication(m, s.(*security.PeerAuthentication))
