@@ -38,6 +38,8 @@ func ours(cfg config.Config) (ps []webhook.Problem, ok bool) {
 		return webhook.VirtualService(m, spec), true
 	case *networking.Sidecar:
 		return webhook.Sidecar(m, spec), true
+	case *security.RequestAuthentication:
+		return webhook.RequestAuthentication(m, spec), true
 	}
 	return nil, false
 }

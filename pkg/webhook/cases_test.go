@@ -36,6 +36,10 @@ var checkers = map[string]struct {
 		func(m Meta, s proto.Message) []Problem { return VirtualService(m, s.(*networking.VirtualService)) }},
 	"Sidecar": {func() proto.Message { return &networking.Sidecar{} },
 		func(m Meta, s proto.Message) []Problem { return Sidecar(m, s.(*networking.Sidecar)) }},
+	"RequestAuthentication": {func() proto.Message { return &security.RequestAuthentication{} },
+		func(m Meta, s proto.Message) []Problem {
+			return RequestAuthentication(m, s.(*security.RequestAuthentication))
+		}},
 	"PeerAuthentication": {func() proto.Message { return &security.PeerAuthentication{} },
 		func(m Meta, s proto.Message) []Problem {
 			return PeerAuthentication(m, s.(*security.PeerAuthentication))
