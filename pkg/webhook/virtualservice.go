@@ -19,9 +19,9 @@ const vsAsWritten = "istiod does not check it and builds the routes from the Vir
 // mesh, duplicates), JWT claim routing outside gateways, the presence of routes, each HTTP
 // route's kind (validateHTTPRouteConflict), destinations and weights
 // (validateHTTPRouteDestinations, without the header manipulation checks), mirror and timeout,
-// TCP routes (validateTCPRoute), and exportTo. Not checked: TLS routes, HTTP match requests,
-// header manipulations, CORS, fault injection, redirect, direct response, retries and rewrite
-// (see docs/reliability.md).
+// HTTP match requests, TLS routes (validateTLSRoute), TCP routes (validateTCPRoute), and
+// exportTo. Not checked: header manipulations, CORS, fault injection, redirect, direct
+// response, retries, rewrite and mirrors (see docs/reliability.md).
 func VirtualService(m Meta, spec *networking.VirtualService) []Problem {
 	if ps := checkMetadata(m, false, ""); ps != nil {
 		return ps
@@ -112,6 +112,9 @@ func VirtualService(m Meta, spec *networking.VirtualService) []Problem {
 			continue
 		}
 		l.httpRoute(at, h, delegate, gatewaySemantics)
+	}
+	for i, t := range spec.GetTls() {
+		l.tlsRoute(fmt.Sprintf("spec.tls[%d]", i), t, spec, gatewaySemantics)
 	}
 	for i, t := range spec.GetTcp() {
 		at := fmt.Sprintf("spec.tcp[%d]", i)
@@ -251,8 +254,8 @@ func (l *list) gatewayNames(field string, names []string, gatewaySemantics bool)
 const gatewayNameIstiod = "istiod compares the name as written with the gateways it knows: no Gateway has such a name, so the VirtualService binds to none through it"
 
 // httpRoute is the part of validateHTTPRoute (pkg/config/validation/virtualservice.go) that
-// the engines read: validateHTTPRouteConflict, the mirror checks, validateHTTPRouteDestinations
-// and the timeout.
+// the engines read: validateHTTPRouteConflict, validateHTTPRouteMatchRequest, the mirror
+// checks, validateHTTPRouteDestinations and the timeout.
 func (l *list) httpRoute(at string, h *networking.HTTPRoute, delegate, gatewaySemantics bool) {
 	switch {
 	case !delegate && h.Delegate != nil:
@@ -297,6 +300,7 @@ func (l *list) httpRoute(at string, h *networking.HTTPRoute, delegate, gatewaySe
 			l.add(at+".mirrors", "HTTP route cannot contain both mirror and mirrors", vsAsWritten)
 		}
 	}
+	l.httpMatches(at, h.GetMatch())
 	//nolint:staticcheck // mirrorPercent is deprecated, and still validated.
 	if h.MirrorPercent != nil && h.MirrorPercent.GetValue() > 100 {
 		l.add(at+".mirrorPercent", fmt.Sprintf("mirror_percent must have a max value of 100 (it has %d)", h.MirrorPercent.GetValue()), vsAsWritten) //nolint:staticcheck // see above
@@ -406,4 +410,203 @@ func (l *list) destination(at string, d *networking.Destination) {
 			l.add(at+".port.number", msg, vsAsWritten)
 		}
 	}
+}
+
+// headerNameRegexp is validation.go's validHeaderNameRegex (RFC 7230 tchars).
+var headerNameRegexp = regexp.MustCompile("^[" + "!#$%&'*+-.^_`|~" + "A-Z" + "a-z" + "0-9" + "]+$")
+
+// headerNameOrJwtClaim is ValidateHTTPHeaderNameOrJwtClaimRoute.
+func headerNameOrJwtClaim(name string) string {
+	switch {
+	case name == "":
+		return "header name cannot be empty"
+	case jwtClaimRoute(name):
+		return ""
+	case name == ":method" || name == ":scheme" || name == ":authority" || name == ":path" || name == ":status":
+		return ""
+	case !headerNameRegexp.MatchString(name):
+		return fmt.Sprintf("header name %s is not a valid header name", name)
+	}
+	return ""
+}
+
+// stringMatch is validateStringMatch: a prefix must not be empty, a regex must compile (RE2,
+// at most 1024 characters).
+func stringMatch(sm *networking.StringMatch, where string) string {
+	switch sm.GetMatchType().(type) {
+	case *networking.StringMatch_Prefix:
+		if sm.GetPrefix() == "" {
+			return fmt.Sprintf("%q: prefix string match should not be empty", where)
+		}
+	case *networking.StringMatch_Regex:
+		return stringRegexp(sm, where)
+	}
+	return ""
+}
+
+// stringRegexp is validateStringMatchRegexp.
+func stringRegexp(sm *networking.StringMatch, where string) string {
+	if _, ok := sm.GetMatchType().(*networking.StringMatch_Regex); !ok {
+		return ""
+	}
+	re := sm.GetRegex()
+	if re == "" {
+		return fmt.Sprintf("%q: regex string match should not be empty", where)
+	}
+	if len(re) > 1024 {
+		return fmt.Sprintf("%q: regex is too large, max length allowed is 1024", where)
+	}
+	if _, err := regexp.Compile(re); err != nil {
+		return fmt.Sprintf("%q: %s; Istio uses RE2 style regex-based match (https://github.com/google/re2/wiki/Syntax)", where, err)
+	}
+	return ""
+}
+
+// matchAsWritten is what istiod does with a match condition the webhook rejects.
+const matchAsWritten = "istiod does not check it and copies the match into the route as written; Envoy rejects a route whose match it cannot compile, so the proxy NACKs the route configuration"
+
+// httpMatches is validateHTTPRouteMatchRequest: header names and string matches, then ports,
+// source labels, gateways and source namespaces. Istio walks the header maps in Go's random
+// order; the errors come here by name.
+func (l *list) httpMatches(at string, ms []*networking.HTTPMatchRequest) {
+	for i, m := range ms {
+		if m == nil {
+			continue
+		}
+		ma := fmt.Sprintf("%s.match[%d]", at, i)
+		for _, name := range slices.Sorted(maps.Keys(m.GetHeaders())) {
+			h := m.GetHeaders()[name]
+			f := fmt.Sprintf("%s.headers[%s]", ma, name)
+			if h == nil {
+				l.add(f, fmt.Sprintf("header match %v cannot be null", name), matchAsWritten)
+			}
+			if msg := headerNameOrJwtClaim(name); msg != "" {
+				l.add(f, msg, matchAsWritten)
+			}
+			if msg := stringMatch(h, "headers"); msg != "" {
+				l.add(f, msg, matchAsWritten)
+			}
+		}
+		for _, name := range slices.Sorted(maps.Keys(m.GetWithoutHeaders())) {
+			h := m.GetWithoutHeaders()[name]
+			f := fmt.Sprintf("%s.withoutHeaders[%s]", ma, name)
+			if msg := headerNameOrJwtClaim(name); msg != "" {
+				l.add(f, msg, matchAsWritten)
+			}
+			if h != nil && h.GetRegex() != "*" {
+				if msg := stringMatch(h, "withoutHeaders"); msg != "" {
+					l.add(f, msg, matchAsWritten)
+				}
+			}
+		}
+		if msg := stringRegexp(m.GetUri(), "uri"); msg != "" {
+			l.add(ma+".uri", msg, matchAsWritten)
+		}
+		for _, sm := range []struct {
+			field string
+			m     *networking.StringMatch
+		}{{"scheme", m.GetScheme()}, {"method", m.GetMethod()}, {"authority", m.GetAuthority()}} {
+			if msg := stringMatch(sm.m, sm.field); msg != "" {
+				l.add(ma+"."+sm.field, msg, matchAsWritten)
+			}
+		}
+		for _, name := range slices.Sorted(maps.Keys(m.GetQueryParams())) {
+			if msg := stringMatch(m.GetQueryParams()[name], "queryParams"); msg != "" {
+				l.add(fmt.Sprintf("%s.queryParams[%s]", ma, name), msg, matchAsWritten)
+			}
+		}
+	}
+	for i, m := range ms {
+		if m == nil {
+			continue
+		}
+		ma := fmt.Sprintf("%s.match[%d]", at, i)
+		if m.Port != 0 {
+			if msg := portNumber(int(m.Port)); msg != "" {
+				l.add(ma+".port", msg, "istiod compares the port as written with the listener's port, which it never equals, so the match never applies")
+			}
+		}
+		for _, msg := range labelErrors(m.GetSourceLabels()) {
+			l.add(ma+".sourceLabels", msg, selectorMatchesNothing)
+		}
+		l.gatewayNames(ma+".gateways", m.GetGateways(), false)
+		if m.SourceNamespace != "" && !isDNS1123Label(m.SourceNamespace) {
+			l.add(ma+".sourceNamespace", fmt.Sprintf("sourceNamespace match %s is invalid", m.SourceNamespace),
+				"istiod compares the value with the client's namespace, which no namespace name equals, so the match never applies")
+		}
+	}
+}
+
+// tlsRoute is validateTLSRoute: at least one match, each with SNI hosts that are domains (or
+// IPs, only a warning) within the VirtualService's hosts, destination subnets, port, source
+// labels and gateways; at least one destination.
+func (l *list) tlsRoute(at string, t *networking.TLSRoute, vs *networking.VirtualService, gatewaySemantics bool) {
+	// validateSniHost's isGateway: true unless the gateways list "mesh", even when it is empty.
+	gateway := !slices.Contains(vs.GetGateways(), "mesh")
+	if t == nil {
+		return
+	}
+	if len(t.GetMatch()) == 0 {
+		l.add(at+".match", "TLS route must have at least one match condition", vsAsWritten)
+	}
+	for i, m := range t.GetMatch() {
+		ma := fmt.Sprintf("%s.match[%d]", at, i)
+		if m == nil {
+			l.add(ma, "TLS match may not be null", vsAsWritten)
+			continue
+		}
+		if len(m.GetSniHosts()) == 0 {
+			l.add(ma+".sniHosts", "TLS match must have at least one SNI host", vsAsWritten)
+		}
+		for j, sni := range m.GetSniHosts() {
+			f := fmt.Sprintf("%s.sniHosts[%d]", ma, j)
+			msg := ""
+			if gateway {
+				msg = gatewayDomain(true, sni)
+			} else {
+				msg = wildcardDomain(sni)
+			}
+			if msg != "" {
+				if _, err := netip.ParseAddr(sni); err != nil {
+					l.add(f, msg, vsAsWritten)
+				}
+				continue
+			}
+			if !slices.ContainsFunc(vs.GetHosts(), func(h string) bool { return hostSubsetOf(sni, h) }) {
+				l.add(f, fmt.Sprintf("SNI host %q is not a compatible subset of any of the virtual service hosts: [%s]", sni, strings.Join(vs.GetHosts(), ", ")), vsAsWritten)
+			}
+		}
+		for k, s := range m.GetDestinationSubnets() {
+			if msg := ipSubnet(s); msg != "" {
+				l.add(fmt.Sprintf("%s.destinationSubnets[%d]", ma, k), msg, vsAsWritten)
+			}
+		}
+		if m.Port != 0 {
+			if msg := portNumber(int(m.Port)); msg != "" {
+				l.add(ma+".port", msg, vsAsWritten)
+			}
+		}
+		for _, msg := range labelErrors(m.GetSourceLabels()) {
+			l.add(ma+".sourceLabels", msg, selectorMatchesNothing)
+		}
+		l.gatewayNames(ma+".gateways", m.GetGateways(), false)
+	}
+	if len(t.GetRoute()) == 0 {
+		l.add(at+".route", "TLS route is required", "istiod builds no TLS route from the entry")
+	}
+	l.routeDestinations(at+".route", t.GetRoute(), gatewaySemantics)
+}
+
+// hostSubsetOf is host.Name.SubsetOf: n is o, or within the wildcard o.
+func hostSubsetOf(n, o string) bool {
+	nw, ow := strings.HasPrefix(n, "*"), strings.HasPrefix(o, "*")
+	switch {
+	case nw && ow:
+		return len(n) >= len(o) && strings.HasSuffix(n[1:], o[1:])
+	case nw:
+		return false
+	case ow:
+		return strings.HasSuffix(n, o[1:])
+	}
+	return n == o
 }
