@@ -14,14 +14,13 @@ import (
 // vsAsWritten is what istiod does with most VirtualService values the webhook rejects.
 const vsAsWritten = "istiod does not check it and builds the routes from the VirtualService as written (the answer's rows say what it reads)"
 
-// VirtualService returns what ValidateVirtualService rejects among the values the engines
-// read, after the metadata checks: delegate rules, gateway names, hosts (form, `*` for the
-// mesh, duplicates), JWT claim routing outside gateways, the presence of routes, each HTTP
-// route's kind (validateHTTPRouteConflict), destinations and weights
-// (validateHTTPRouteDestinations, without the header manipulation checks), mirror and timeout,
-// HTTP match requests, TLS routes (validateTLSRoute), TCP routes (validateTCPRoute), and
-// exportTo. Not checked: header manipulations, CORS, fault injection, redirect, direct
-// response, retries, rewrite and mirrors (see docs/reliability.md).
+// VirtualService returns what ValidateVirtualService rejects, after the metadata checks:
+// delegate rules, gateway names, hosts (form, `*` for the mesh, duplicates), JWT claim routing
+// outside gateways, the presence of routes, each HTTP route (validateHTTPRoute: its kind, match
+// requests, header manipulations, CORS, fault injection, mirrors, redirect, direct response,
+// retries, rewrite, destinations and weights, timeout), TLS routes (validateTLSRoute), TCP
+// routes (validateTCPRoute), and exportTo. Its warnings (unreachable rules, ineffective
+// matches) are not reported.
 func VirtualService(m Meta, spec *networking.VirtualService) []Problem {
 	if ps := checkMetadata(m, false, ""); ps != nil {
 		return ps
@@ -253,8 +252,8 @@ func (l *list) gatewayNames(field string, names []string, gatewaySemantics bool)
 // gatewayNameIstiod is what istiod does with a gateway name the webhook rejects.
 const gatewayNameIstiod = "istiod compares the name as written with the gateways it knows: no Gateway has such a name, so the VirtualService binds to none through it"
 
-// httpRoute is the part of validateHTTPRoute (pkg/config/validation/virtualservice.go) that
-// the engines read: validateHTTPRouteConflict, validateHTTPRouteMatchRequest, the mirror
+// httpRoute is validateHTTPRoute (pkg/config/validation/virtualservice.go):
+// validateHTTPRouteConflict, validateHTTPRouteMatchRequest, the rest in routeExtras, the mirror
 // checks, validateHTTPRouteDestinations and the timeout.
 func (l *list) httpRoute(at string, h *networking.HTTPRoute, delegate, gatewaySemantics bool) {
 	switch {
@@ -301,6 +300,7 @@ func (l *list) httpRoute(at string, h *networking.HTTPRoute, delegate, gatewaySe
 		}
 	}
 	l.httpMatches(at, h.GetMatch())
+	l.routeExtras(at, h)
 	//nolint:staticcheck // mirrorPercent is deprecated, and still validated.
 	if h.MirrorPercent != nil && h.MirrorPercent.GetValue() > 100 {
 		l.add(at+".mirrorPercent", fmt.Sprintf("mirror_percent must have a max value of 100 (it has %d)", h.MirrorPercent.GetValue()), vsAsWritten) //nolint:staticcheck // see above
@@ -320,7 +320,7 @@ func (l *list) httpRoute(at string, h *networking.HTTPRoute, delegate, gatewaySe
 	}
 }
 
-// httpRouteDestinations is validateHTTPRouteDestinations without its header checks.
+// httpRouteDestinations is validateHTTPRouteDestinations.
 func (l *list) httpRouteDestinations(at string, ds []*networking.HTTPRouteDestination, gatewaySemantics bool) {
 	var total int32
 	// route.go's weighted clusters; a single destination is sent without its weight.
@@ -339,6 +339,7 @@ func (l *list) httpRouteDestinations(at string, ds []*networking.HTTPRouteDestin
 		if d.Destination == nil {
 			l.add(da+".destination", "destination is required", vsAsWritten)
 		}
+		l.headers(da+".headers", d.GetHeaders())
 		if !gatewaySemantics {
 			l.destination(da+".destination", d.Destination)
 		}
