@@ -14,8 +14,8 @@
 // validateOutlierDetection, validateLoadBalancer, validatePortTrafficPolicies,
 // validateTunnelSettings, validateProxyProtocol, validateSubset, validateExportTo,
 // validateWorkloadSelector), ValidateServiceEntry (with validateWorkloadEntry),
-// ValidateVirtualService in part (virtualservice.go), ValidateSidecar (without
-// validateTLSOptions), ValidateAuthorizationPolicy, ValidatePeerAuthentication and
+// ValidateVirtualService (virtualservice.go), ValidateSidecar (with validateTLSOptions),
+// ValidateAuthorizationPolicy, ValidatePeerAuthentication and
 // ValidateRequestAuthentication (without the jwks parse); in
 // pkg/config/validation/agent/validation.go: ValidateDuration, ValidateTLS,
 // ValidateWildcardDomain, ValidateFQDN, ValidateIPSubnet, ValidateLocalityLbSetting,

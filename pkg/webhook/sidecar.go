@@ -26,7 +26,7 @@ func egressHostIstiod(h string) string {
 }
 
 // Sidecar returns what ValidateSidecar rejects, after the metadata checks, in Istio's order:
-// the workload selector and an empty Sidecar (each ends validation), ingress listeners (without
+// the workload selector and an empty Sidecar (each ends validation), ingress listeners (with
 // validateTLSOptions), the inbound connection pool, egress listeners (ports, binds, the catch-all
 // listener, hosts) and the outbound traffic policy. Its warnings are not reported.
 func Sidecar(m Meta, spec *networking.Sidecar) []Problem {
@@ -97,6 +97,7 @@ func Sidecar(m Meta, spec *networking.Sidecar) []Problem {
 			if !protocolIsTLS(protocolOf(in.Port.Protocol)) {
 				l.add(ta, "server cannot have TLS settings for non HTTPS/TLS ports", sidecarAsWritten)
 			}
+			l.serverTLS(ta, t)
 		}
 		l.connectionPool(at+".connectionPool", in.GetConnectionPool())
 	}
@@ -276,4 +277,71 @@ func (l *list) outboundTrafficPolicy(at string, tp *networking.OutboundTrafficPo
 		return
 	}
 	l.destination(at+".egressProxy", ep)
+}
+
+// serverTLS is validateTLSOptions (pkg/config/validation/validation.go) without its warnings:
+// ISTIO_MUTUAL without certificate fields, one certificate source, certificates and a CA
+// bundle where the mode needs them, and the CRL rules.
+func (l *list) serverTLS(at string, t *networking.ServerTLSSettings) {
+	if t.Mode == networking.ServerTLSSettings_ISTIO_MUTUAL {
+		for _, c := range []struct {
+			set         bool
+			field, what string
+		}{
+			{t.ServerCertificate != "", "serverCertificate", "server certificate"},
+			{t.PrivateKey != "", "privateKey", "private key"},
+			{t.CaCertificates != "", "caCertificates", "CA bundle"},
+			{len(t.TlsCertificates) > 0, "tlsCertificates", "tlsCertificates"},
+			{t.CredentialName != "", "credentialName", "credentialName"},
+			{len(t.CredentialNames) > 0, "credentialNames", "credentialNames"},
+		} {
+			if c.set {
+				l.add(at+"."+c.field, "ISTIO_MUTUAL TLS cannot have associated "+c.what, sidecarAsWritten)
+			}
+		}
+		return
+	}
+	sources := 0
+	for _, b := range []bool{t.ServerCertificate != "" && t.PrivateKey != "", t.CredentialName != "", len(t.CredentialNames) > 0, len(t.TlsCertificates) > 0} {
+		if b {
+			sources++
+		}
+	}
+	if sources > 1 {
+		l.add(at, "only one of credential_name, credential_names, server_certificate/private_key, tls_certificates should be specified", sidecarAsWritten)
+	}
+	simple := t.Mode == networking.ServerTLSSettings_SIMPLE
+	mutual := t.Mode == networking.ServerTLSSettings_MUTUAL || t.Mode == networking.ServerTLSSettings_OPTIONAL_MUTUAL
+	if (simple || mutual) && (t.CredentialName != "" || len(t.CredentialNames) > 0) {
+		return
+	}
+	if simple || mutual {
+		prefix := "SIMPLE TLS"
+		if mutual {
+			prefix = "MUTUAL TLS"
+			if t.CaCertificates == "" {
+				l.add(at+".caCertificates", prefix+" requires a client CA bundle", sidecarAsWritten)
+			}
+		}
+		certs := t.TlsCertificates
+		if len(certs) == 0 {
+			certs = []*networking.ServerTLSSettings_TLSCertificate{{ServerCertificate: t.ServerCertificate, PrivateKey: t.PrivateKey}}
+		}
+		for _, c := range certs {
+			if c.GetServerCertificate() == "" {
+				l.add(at+".serverCertificate", prefix+" requires a server certificate", sidecarAsWritten)
+			}
+			if c.GetPrivateKey() == "" {
+				l.add(at+".privateKey", prefix+" requires a private key", sidecarAsWritten)
+			}
+		}
+	}
+	if t.CaCrl != "" {
+		if t.CredentialName != "" {
+			l.add(at+".caCrl", "CRL is not supported with credentialName. CRL has to be specified in the credential", sidecarAsWritten)
+		}
+		if simple {
+			l.add(at+".caCrl", "CRL is not supported with SIMPLE TLS", sidecarAsWritten)
+		}
+	}
 }
