@@ -34,6 +34,8 @@ func ours(cfg config.Config) (ps []webhook.Problem, ok bool) {
 		return webhook.PeerAuthentication(m, spec), true
 	case *networking.ServiceEntry:
 		return webhook.ServiceEntry(m, spec), true
+	case *networking.WorkloadEntry:
+		return webhook.WorkloadEntry(m, spec), true
 	case *networking.VirtualService:
 		return webhook.VirtualService(m, spec), true
 	case *networking.Sidecar:

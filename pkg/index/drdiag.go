@@ -359,16 +359,35 @@ func (ix *Index) privateReason(d *drInfo) string {
 }
 
 // serviceEntryRejected is D33 for what Istio's validation rejects in the ServiceEntry that
-// defines svc, if a ServiceEntry does.
+// defines svc, if a ServiceEntry does, and in the WorkloadEntries behind its endpoints.
 func (ix *Index) serviceEntryRejected(svc *Service) []explain.Diagnostic {
-	if svc.Ref.Kind != "ServiceEntry" {
-		return nil
-	}
-	for _, se := range ix.snap.ServiceEntries {
-		if se.Namespace == svc.Ref.Namespace && se.Name == svc.Ref.Name {
-			return webhook.Diagnostics(diag.RejectedByValidation, svc.Ref,
-				webhook.ServiceEntry(webhook.Meta{Name: se.Name, Namespace: se.Namespace, Annotations: se.Annotations, Labels: se.Labels}, &se.Spec))
+	var out []explain.Diagnostic
+	if svc.Ref.Kind == "ServiceEntry" {
+		for _, se := range ix.snap.ServiceEntries {
+			if se.Namespace == svc.Ref.Namespace && se.Name == svc.Ref.Name {
+				out = append(out, webhook.Diagnostics(diag.RejectedByValidation, svc.Ref,
+					webhook.ServiceEntry(webhook.Meta{Name: se.Name, Namespace: se.Namespace, Annotations: se.Annotations, Labels: se.Labels}, &se.Spec))...)
+				break
+			}
 		}
 	}
-	return nil
+	entries := map[provenance.Ref]bool{}
+	for _, eps := range svc.Endpoints {
+		for _, ep := range eps {
+			if ep.Ref.Kind == "WorkloadEntry" {
+				entries[ep.Ref] = true
+			}
+		}
+	}
+	if len(entries) == 0 {
+		return out
+	}
+	for _, we := range ix.snap.WorkloadEntries {
+		ref := provenance.Ref{Kind: "WorkloadEntry", Namespace: we.Namespace, Name: we.Name}
+		if entries[ref] {
+			out = append(out, webhook.Diagnostics(diag.RejectedByValidation, ref,
+				webhook.WorkloadEntry(webhook.Meta{Name: we.Name, Namespace: we.Namespace, Annotations: we.Annotations, Labels: we.Labels}, &we.Spec))...)
+		}
+	}
+	return out
 }

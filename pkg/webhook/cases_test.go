@@ -40,6 +40,8 @@ var checkers = map[string]struct {
 		func(m Meta, s proto.Message) []Problem {
 			return RequestAuthentication(m, s.(*security.RequestAuthentication))
 		}},
+	"WorkloadEntry": {func() proto.Message { return &networking.WorkloadEntry{} },
+		func(m Meta, s proto.Message) []Problem { return WorkloadEntry(m, s.(*networking.WorkloadEntry)) }},
 	"PeerAuthentication": {func() proto.Message { return &security.PeerAuthentication{} },
 		func(m Meta, s proto.Message) []Problem {
 			return PeerAuthentication(m, s.(*security.PeerAuthentication))

@@ -5,7 +5,7 @@
 // istiod does with the value when the object reaches it anyway. docs/diagnostics.md (D33, A25,
 // S18) lists what is checked, and docs/reliability.md what is not.
 //
-// It owns: Problem, DestinationRule, ServiceEntry, VirtualService, Sidecar,
+// It owns: Problem, DestinationRule, ServiceEntry, WorkloadEntry, VirtualService, Sidecar,
 // AuthorizationPolicy, PeerAuthentication, RequestAuthentication.
 // It may import: explain, explain/diag, provenance, istio.io/api types.
 //
@@ -13,7 +13,7 @@
 // validateMetadata, ValidateDestinationRule (validateTrafficPolicy, validateConnectionPool,
 // validateOutlierDetection, validateLoadBalancer, validatePortTrafficPolicies,
 // validateTunnelSettings, validateProxyProtocol, validateSubset, validateExportTo,
-// validateWorkloadSelector), ValidateServiceEntry (with validateWorkloadEntry),
+// validateWorkloadSelector), ValidateServiceEntry and ValidateWorkloadEntry (validateWorkloadEntry),
 // ValidateVirtualService (virtualservice.go), ValidateSidecar (with validateTLSOptions),
 // ValidateAuthorizationPolicy, ValidatePeerAuthentication and
 // ValidateRequestAuthentication (without the jwks parse); in

@@ -231,13 +231,34 @@ func ServiceEntry(m Meta, spec *networking.ServiceEntry) []Problem {
 // endpointLabelsAsWritten is what istiod does with endpoint labels the webhook rejects.
 const endpointLabelsAsWritten = "istiod copies the labels onto the endpoint as written; a DestinationRule subset can select it only by the same labels"
 
+// endpointAsWritten is what istiod does with an endpoint value the webhook rejects, in a
+// ServiceEntry's endpoints or a WorkloadEntry.
+const endpointAsWritten = "istiod does not check it and builds the endpoint from the entry as written (the answer's rows say what it reads)"
+
+// WorkloadEntry returns what ValidateWorkloadEntry rejects, after the metadata checks:
+// validateWorkloadEntry with FQDN addresses allowed and no service ports to compare with.
+func WorkloadEntry(m Meta, spec *networking.WorkloadEntry) []Problem {
+	if ps := checkMetadata(m, false, ""); ps != nil {
+		return ps
+	}
+	var l list
+	l.workloadEntry("spec", spec, nil, true)
+	return l
+}
+
 // staticEndpoint is validateWorkloadEntry for a STATIC ServiceEntry's endpoint (no FQDN
-// addresses): an address (an IP, or unix:// with an absolute path and no ports), ports the
-// ServiceEntry names, labels.
+// addresses, ports the ServiceEntry names).
 func (l *list) staticEndpoint(at string, ep *networking.WorkloadEntry, serviceNames map[string]bool) {
+	l.workloadEntry(at, ep, serviceNames, false)
+}
+
+// workloadEntry is validateWorkloadEntry: an address (an IP, an FQDN where allowed, or unix://
+// with an absolute path and no ports), ports (named by the ServiceEntry when serviceNames is not
+// nil), labels.
+func (l *list) workloadEntry(at string, ep *networking.WorkloadEntry, serviceNames map[string]bool, allowFQDN bool) {
 	addr := ep.GetAddress()
 	if addr == "" && ep.GetNetwork() == "" {
-		l.add(at+".address", "address is required", seAsWritten)
+		l.add(at+".address", "address is required", endpointAsWritten)
 		return
 	}
 	unix := false
@@ -246,23 +267,27 @@ func (l *list) staticEndpoint(at string, ep *networking.WorkloadEntry, serviceNa
 		// ValidateUnixAddress
 		switch {
 		case rest == "":
-			l.add(at+".address", "unix address must not be empty", seAsWritten)
+			l.add(at+".address", "unix address must not be empty", endpointAsWritten)
 		case strings.HasPrefix(rest, "@"):
 		case !path.IsAbs(rest) || strings.HasSuffix(rest, "/"):
-			l.add(at+".address", rest+" is not an absolute path to a file", seAsWritten)
+			l.add(at+".address", rest+" is not an absolute path to a file", endpointAsWritten)
 		}
 		if len(ep.GetPorts()) != 0 {
-			l.add(at+".ports", fmt.Sprintf("unix endpoint %s must not include ports", addr), seAsWritten)
+			l.add(at+".ports", fmt.Sprintf("unix endpoint %s must not include ports", addr), endpointAsWritten)
 		}
 	} else if _, err := netip.ParseAddr(addr); addr != "" && err != nil {
-		l.add(at+".address", fmt.Sprintf("endpoint address %q is not a valid IP address", addr), seAsWritten)
+		if !allowFQDN {
+			l.add(at+".address", fmt.Sprintf("endpoint address %q is not a valid IP address", addr), endpointAsWritten)
+		} else if fqdn(addr) != "" {
+			l.add(at+".address", fmt.Sprintf("endpoint address %q is not a valid FQDN or an IP address", addr), endpointAsWritten)
+		}
 	}
 	l.endpointPorts(at, ep.GetPorts(), serviceNames)
 	for _, msg := range labelErrors(ep.GetLabels()) {
 		l.add(at+".labels", msg, endpointLabelsAsWritten)
 	}
-	if unix && len(serviceNames) != 1 {
-		l.add(at+".address", "exactly 1 service port required for unix endpoints", seAsWritten)
+	if unix && serviceNames != nil && len(serviceNames) != 1 {
+		l.add(at+".address", "exactly 1 service port required for unix endpoints", endpointAsWritten)
 	}
 }
 
@@ -271,14 +296,14 @@ func (l *list) staticEndpoint(at string, ep *networking.WorkloadEntry, serviceNa
 func (l *list) endpointPorts(at string, ports map[string]uint32, serviceNames map[string]bool) {
 	for _, name := range slices.Sorted(maps.Keys(ports)) {
 		f := fmt.Sprintf("%s.ports[%s]", at, name)
-		if !serviceNames[name] {
-			l.add(f, fmt.Sprintf("endpoint port %v is not defined by the service entry", ports[name]), seAsWritten)
+		if serviceNames != nil && !serviceNames[name] {
+			l.add(f, fmt.Sprintf("endpoint port %v is not defined by the service entry", ports[name]), endpointAsWritten)
 		}
 		if !isDNS1123Label(name) {
-			l.add(f, "invalid port name: "+name, seAsWritten)
+			l.add(f, "invalid port name: "+name, endpointAsWritten)
 		}
 		if msg := portNumber(int(ports[name])); msg != "" {
-			l.add(f, msg, seAsWritten)
+			l.add(f, msg, endpointAsWritten)
 		}
 	}
 }
