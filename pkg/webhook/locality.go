@@ -74,8 +74,9 @@ func (l *list) localityLb(at string, lb *networking.LocalityLoadBalancerSetting)
 
 // localitiesAsWritten is what istiod does with localities the webhook rejects:
 // applyLocalityWeights matches them against the proxy's and the endpoints' localities as
-// written (util.LocalityMatch), the first matching `from` entry winning.
-const localitiesAsWritten = "istiod matches the localities as written, prefix by prefix; for the proxy the first matching `from` entry wins, and an endpoint takes the weight of the first `to` entry that matches it"
+// written (util.LocalityMatch), the first matching `from` entry winning, and walks `to` in Go's
+// map order, an endpoint group taking the weight of the first entry that matches it.
+const localitiesAsWritten = "istiod matches the localities as written, prefix by prefix; for the proxy the first matching `from` entry wins, and an endpoint group takes the weight of one `to` entry that matches it (istiod walks `to` in Go's random map order, so with overlapping entries which one can change from push to push)"
 
 // failoverRegionAsWritten is what istiod does with a failover region the webhook rejects:
 // applyLocalityFailover compares it with the endpoints' region as a whole string.

@@ -43,7 +43,7 @@ func Sidecar(m Meta, spec *networking.Sidecar) []Problem {
 		}
 	}
 	if len(spec.GetEgress()) == 0 && len(spec.GetIngress()) == 0 && spec.GetOutboundTrafficPolicy() == nil && spec.GetInboundConnectionPool() == nil {
-		l.add("spec", "sidecar: empty configuration provided", "istiod gives the selected proxies istiod's default scope, as without a Sidecar")
+		l.add("spec", "sidecar: empty configuration provided", "istiod gives the selected proxies the default egress listener (`*/*`), as without a Sidecar (initSidecarScopeInternalIndexes, pilot/pkg/model/sidecar.go)")
 		return l
 	}
 	ports := map[uint32]bool{}

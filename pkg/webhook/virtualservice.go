@@ -57,7 +57,8 @@ func VirtualService(m Meta, spec *networking.VirtualService) []Problem {
 						if jwtClaimRoute(k) {
 							l.add(fmt.Sprintf("spec.http[%d].match[%d].%s[%s]", i, j, hs.field, k),
 								fmt.Sprintf("JWT claim based routing (key: %s) is only supported for gateway, found no gateways: %v", k, spec.GetGateways()),
-								"istiod matches the header as written: no request carries a header by that name, so the match never applies")
+								// translateMetadataMatch (pilot/pkg/networking/core/route/route.go) reads the key for any route.
+								"istiod does not check it and builds the claim match into the route as it does for a gateway; Istio supports claim routing only on gateways")
 						}
 					}
 				}
