@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,7 +24,7 @@ import (
 // ours runs the project's reproduction of Istio's validation on cfg; ok is false for a kind it
 // does not check.
 func ours(cfg config.Config) (ps []webhook.Problem, ok bool) {
-	m := webhook.Meta{Name: cfg.Name, Namespace: cfg.Namespace, Annotations: cfg.Annotations}
+	m := webhook.Meta{Name: cfg.Name, Namespace: cfg.Namespace, Annotations: cfg.Annotations, Labels: cfg.Labels}
 	switch spec := cfg.Spec.(type) {
 	case *networking.DestinationRule:
 		return webhook.DestinationRule(m, spec), true
@@ -31,6 +32,16 @@ func ours(cfg config.Config) (ps []webhook.Problem, ok bool) {
 		return webhook.AuthorizationPolicy(m, spec), true
 	case *security.PeerAuthentication:
 		return webhook.PeerAuthentication(m, spec), true
+	case *networking.ServiceEntry:
+		return webhook.ServiceEntry(m, spec), true
+	case *networking.WorkloadEntry:
+		return webhook.WorkloadEntry(m, spec), true
+	case *networking.VirtualService:
+		return webhook.VirtualService(m, spec), true
+	case *networking.Sidecar:
+		return webhook.Sidecar(m, spec), true
+	case *security.RequestAuthentication:
+		return webhook.RequestAuthentication(m, spec), true
 	}
 	return nil, false
 }
@@ -97,6 +108,49 @@ func TestWebhookAgreesWithIstio(t *testing.T) {
 		})
 	}
 	t.Logf("%d objects validated, %d of them rejected with %d errors, all matched", objects, rejectedObjects, rejected)
+}
+
+// TestWebhookCasesAgreeWithIstio runs Istio's validation and pkg/webhook on the case files of
+// pkg/webhook/testdata/cases (one object per rule, each rejected) and requires the same errors,
+// word for word, each on a field that exists in the object.
+func TestWebhookCasesAgreeWithIstio(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "pkg", "webhook", "testdata", "cases", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no case files (%v)", err)
+	}
+	sc, err := istiorun.LoadObjects(files...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, cfg := range sc.Configs {
+		ps, ok := ours(cfg)
+		if !ok {
+			t.Errorf("%s %s/%s: pkg/webhook does not check the kind", cfg.GroupVersionKind.Kind, cfg.Namespace, cfg.Name)
+			continue
+		}
+		want, err := istiorun.ValidationErrors(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(want) == 0 {
+			t.Errorf("%s %s/%s: Istio's validation accepts it; a case object must be rejected", cfg.GroupVersionKind.Kind, cfg.Namespace, cfg.Name)
+		}
+		var got []string
+		for _, p := range ps {
+			got = append(got, p.Webhook)
+			if err := fieldExists(cfg, p.Field); err != nil {
+				t.Errorf("%s %s/%s: %q is reported on %s: %v", cfg.GroupVersionKind.Kind, cfg.Namespace, cfg.Name, p.Webhook, p.Field, err)
+			}
+		}
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s %s/%s:\n Istio's validation: %q\n pkg/webhook:        %q", cfg.GroupVersionKind.Kind, cfg.Namespace, cfg.Name, want, got)
+		}
+		n++
+	}
+	t.Logf("%d case objects compared", n)
 }
 
 // answerDiagnostics runs the CLI with -o json on a folder and returns the messages of its

@@ -290,6 +290,28 @@ func loadScenario(dir string, keepInvalid bool) (*Scenario, error) {
 	return sc, nil
 }
 
+// LoadObjects loads the objects of files as a scenario without args (namespace "default" where
+// an object has none), keeping what Istio's validation rejects: the webhook case files of
+// pkg/webhook/testdata/cases.
+func LoadObjects(files ...string) (*Scenario, error) {
+	var docs []Document
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		d, err := SplitDocuments(b)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", f, err)
+		}
+		for i := range d {
+			d[i].File = f
+		}
+		docs = append(docs, d...)
+	}
+	return build(docs, "default", true)
+}
+
 // Document is one YAML or JSON document of an input file.
 type Document struct {
 	File string

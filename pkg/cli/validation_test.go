@@ -21,8 +21,17 @@ func TestValuesTheWebhookRejectsAreReported(t *testing.T) {
 	}{
 		{"cluster/bad-input-connect-timeout-negative", "D33", "spec.trafficPolicy.connectionPool.tcp.connectTimeout", `\"duration must be greater than 1ms\"`},
 		{"cluster/bad-input-max-connections-negative", "D33", "spec.trafficPolicy.connectionPool.tcp.maxConnections", `\"max connections must be non-negative\"`},
+		{"cluster/bad-input-subset-name-not-a-label", "D33", "spec.subsets[0].name", `\"subset name is invalid: v1.0\"`},
+		{"cluster/bad-input-serviceentry-host-underscore", "D33", "spec.hosts[0]", `\"domain name \\\"api_v1.example.com\\\" invalid (label \\\"api_v1\\\" invalid)\"`},
+		{"cluster/bad-input-serviceentry-host-underscore", "D33", "spec.host", `\"domain name \\\"api_v1.example.com\\\" invalid (label \\\"api_v1\\\" invalid)\"`},
+		{"cluster/bad-input-virtualservice-weight-negative", "D33", "spec.http[0].route[0].weight", `\"weight -10 \u003c 0\"`},
+		{"cluster/bad-input-sidecar-egress-host-short-name", "D33", "spec.egress[0].hosts[0]", `\"short names (non FQDN) are not allowed\"`},
+		{"sidecar/bad-input-requestauthn-audience-empty", "S18", "spec.jwtRules[0].audiences[1]", `\"audience must be non-empty string\"`},
+		{"cluster/bad-input-workloadentry-label-value", "D33", "spec.labels", `\"invalid tag value: \\\"1.0 beta\\\"\"`},
+		{"cluster/bad-input-dr-host-underscore", "D33", "spec.host", `\"domain name \\\"my_app.default.svc.cluster.local\\\" invalid (label \\\"my_app\\\" invalid)\"`},
 		{"sidecar/bad-input-port-not-a-number", "S18", "spec.rules[0].to[0].operation.ports[0]", `\"invalid policy bad.foo: bad port (abc): strconv.ParseUint: parsing \\\"abc\\\": invalid syntax\"`},
 		{"authz/bad-input-port-not-a-number", "A25", "spec.rules[0].to[0].operation.ports[0]", `\"invalid policy bad.foo: bad port (abc): strconv.ParseUint: parsing \\\"abc\\\": invalid syntax\"`},
+		{"authz/bad-input-when-source-ip-not-an-ip", "A25", "spec.rules[0].when[0].values", "\\\"invalid policy bad.foo: invalid `value` for `key` source.ip: 1 error occurred:\\\\n\\\\t* bad IP address (not-an-ip)\\\\n\\\\n\\\""},
 		{"sidecar/bad-input-ipblock-not-a-cidr", "S18", "spec.rules[0].from[0].source.ipBlocks[0]", `\"invalid policy bad.foo: bad IP address (not-a-cidr)\"`},
 		{"authz/bad-input-ipblock-not-a-cidr", "A25", "spec.rules[0].from[0].source.ipBlocks[0]", `\"invalid policy bad.foo: bad IP address (not-a-cidr)\"`},
 	} {

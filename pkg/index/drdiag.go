@@ -60,7 +60,8 @@ func exportSetText(set map[string]bool) string {
 
 // selectionDiagnostics explains the DestinationRules for the service's host that do not apply
 // to the proxy (D2–D6, D13, D31), what merging dropped from the one that does (D11, D12), and
-// the values of the rules it merges that Istio's validation rejects (D33).
+// the values of the rules it merges, and of the ServiceEntry behind the service, that Istio's
+// validation rejects (D33).
 // handled collects the rules a diagnostic already names, so whyNot does not name them again.
 func (ix *Index) selectionDiagnostics(p *Proxy, svc *Service, list []*drEntry, step int, chosen *drEntry) []explain.Diagnostic {
 	handled := map[*drInfo]bool{}
@@ -79,6 +80,7 @@ func (ix *Index) selectionDiagnostics(p *Proxy, svc *Service, list []*drEntry, s
 	case len(list) > 0:
 		out = append(out, ix.selectorShadowsFallback(p, svc, list, handled))
 	}
+	out = append(out, ix.serviceEntryRejected(svc)...)
 	for _, d := range ix.drsCovering(svc.Hostname) {
 		if handled[d] || (chosen != nil && chosen.has(d)) {
 			continue
@@ -354,4 +356,38 @@ func (ix *Index) privateReason(d *drInfo) string {
 		return "no exportTo, and MeshConfig defaultDestinationRuleExportTo contains ."
 	}
 	return "exportTo: " + d.exportToText()
+}
+
+// serviceEntryRejected is D33 for what Istio's validation rejects in the ServiceEntry that
+// defines svc, if a ServiceEntry does, and in the WorkloadEntries behind its endpoints.
+func (ix *Index) serviceEntryRejected(svc *Service) []explain.Diagnostic {
+	var out []explain.Diagnostic
+	if svc.Ref.Kind == "ServiceEntry" {
+		for _, se := range ix.snap.ServiceEntries {
+			if se.Namespace == svc.Ref.Namespace && se.Name == svc.Ref.Name {
+				out = append(out, webhook.Diagnostics(diag.RejectedByValidation, svc.Ref,
+					webhook.ServiceEntry(webhook.Meta{Name: se.Name, Namespace: se.Namespace, Annotations: se.Annotations, Labels: se.Labels}, &se.Spec))...)
+				break
+			}
+		}
+	}
+	entries := map[provenance.Ref]bool{}
+	for _, eps := range svc.Endpoints {
+		for _, ep := range eps {
+			if ep.Ref.Kind == "WorkloadEntry" {
+				entries[ep.Ref] = true
+			}
+		}
+	}
+	if len(entries) == 0 {
+		return out
+	}
+	for _, we := range ix.snap.WorkloadEntries {
+		ref := provenance.Ref{Kind: "WorkloadEntry", Namespace: we.Namespace, Name: we.Name}
+		if entries[ref] {
+			out = append(out, webhook.Diagnostics(diag.RejectedByValidation, ref,
+				webhook.WorkloadEntry(webhook.Meta{Name: we.Name, Namespace: we.Namespace, Annotations: we.Annotations, Labels: we.Labels}, &we.Spec))...)
+		}
+	}
+	return out
 }

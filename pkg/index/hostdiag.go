@@ -8,11 +8,13 @@ import (
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain/diag"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/internal/strdist"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/meshhost"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/webhook"
 )
 
 // HostDiagnostics are the findings about svc itself for the rule selected for the proxy: D1 for
 // DestinationRules that look meant for svc but whose host matches no service (`name.ns`,
-// `name.ns.svc`, a short name resolved in another namespace, a near miss), D28 for a rule on an
+// `name.ns.svc`, a short name resolved in another namespace, a near miss) with D33 for what
+// Istio's validation rejects in them, D28 for a rule on an
 // ExternalName alias, D18 for a DNS service port without endpoints (istiod drops its cluster)
 // and D17 for subsets whose labels select no endpoint.
 func (ix *Index) HostDiagnostics(p *Proxy, svc *Service, sel Selection) []explain.Diagnostic {
@@ -26,6 +28,9 @@ func (ix *Index) HostDiagnostics(p *Proxy, svc *Service, sel Selection) []explai
 				fmt.Sprintf("%s host %q matches no service: %s, so it does not apply to %s", d.ref, d.obj.Spec.GetHost(), why, svc.Hostname),
 				fmt.Sprintf("set spec.host of %s to %s", d.ref, svc.Hostname),
 				d.ref))
+			// D33: what Istio's validation rejects in the near miss, its host first of all.
+			out = append(out, webhook.Diagnostics(diag.RejectedByValidation, d.ref,
+				webhook.DestinationRule(webhook.Meta{Name: d.obj.Name, Namespace: d.obj.Namespace, Annotations: d.obj.Annotations}, &d.obj.Spec))...)
 		}
 	}
 	if svc.Resolution == Alias {

@@ -14,6 +14,7 @@ import (
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain/diag"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/meshhost"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/webhook"
 )
 
 // SubsetRef is one VirtualService route destination for a host.
@@ -318,7 +319,8 @@ func subsetReferences(sc *sidecarScope) map[string][]*routeDest {
 // RouteDiagnostics compares the subsets of the selected DestinationRule with the routes the
 // proxy has: D9 for a subset no route sends traffic to (its cluster exists but its policy never
 // applies), D10 for a route to a subset the selected rule does not define (the cluster is
-// missing, so requests fail with 503 NC).
+// missing, so requests fail with 503 NC). D33 reports what Istio's validation rejects in the
+// VirtualServices whose routes send to the service.
 func (ix *Index) RouteDiagnostics(p *Proxy, svc *Service, sel Selection) []explain.Diagnostic {
 	if svc == nil {
 		return nil
@@ -332,7 +334,12 @@ func (ix *Index) RouteDiagnostics(p *Proxy, svc *Service, sel Selection) []expla
 	}
 	var out []explain.Diagnostic
 	used := map[string]bool{}
+	validated := map[provenance.Ref]bool{}
 	for _, d := range dests {
+		if r := d.ref().VirtualService; !validated[r] {
+			validated[r] = true
+			out = append(out, ix.virtualServiceRejected(r)...)
+		}
 		if d.subset == "" {
 			continue
 		}
@@ -475,4 +482,15 @@ func hostIsStar(listed []byte) bool {
 			return true
 		}
 	}
+}
+
+// virtualServiceRejected is D33 for what Istio's validation rejects in the VirtualService ref.
+func (ix *Index) virtualServiceRejected(ref provenance.Ref) []explain.Diagnostic {
+	for _, vs := range ix.snap.VirtualServices {
+		if vs.Namespace == ref.Namespace && vs.Name == ref.Name {
+			return webhook.Diagnostics(diag.RejectedByValidation, ref,
+				webhook.VirtualService(webhook.Meta{Name: vs.Name, Namespace: vs.Namespace, Annotations: vs.Annotations, Labels: vs.Labels}, &vs.Spec))
+		}
+	}
+	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain/diag"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/meshhost"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/webhook"
 )
 
 // Scope says how a proxy's sidecar scope imports one service.
@@ -606,17 +607,21 @@ func serviceMatchingVirtualServicePorts(s *Service, ports []uint32) *Service {
 // ServiceEntry exportTo with MeshConfig defaultServiceExportTo, one namespace per duplicated
 // hostname, ports trimmed by an egress listener port or by VirtualService destination ports. It
 // returns nil with a D7 diagnostic when the service is not in scope, and a D8 diagnostic when
-// the scope trims ports.
+// the scope trims ports; D33 reports what Istio's validation rejects in the Sidecar.
 func (ix *Index) ServiceForProxy(p *Proxy, hostname string) (*Service, []explain.Diagnostic, *Scope) {
 	sc := ix.scopeFor(p)
 	var scRef *provenance.Ref
-	if sc.sidecar != nil {
-		r := sidecarRef(sc.sidecar)
+	var diags []explain.Diagnostic
+	if s := sc.sidecar; s != nil {
+		r := sidecarRef(s)
 		scRef = &r
+		// D33: what Istio's validation rejects in the Sidecar that decides the scope.
+		diags = webhook.Diagnostics(diag.RejectedByValidation, r,
+			webhook.Sidecar(webhook.Meta{Name: s.Name, Namespace: s.Namespace, Annotations: s.Annotations, Labels: s.Labels}, &s.Spec))
 	}
 	i, ok := sc.byHost[hostname]
 	if !ok {
-		return nil, ix.notInScope(p, sc, hostname), nil
+		return nil, append(ix.notInScope(p, sc, hostname), diags...), nil
 	}
 	svc := sc.services[i]
 	scope := &Scope{Sidecar: scRef, ImportedBy: "egress hosts"}
@@ -636,7 +641,6 @@ func (ix *Index) ServiceForProxy(p *Proxy, hostname string) (*Service, []explain
 			}
 		}
 	}
-	var diags []explain.Diagnostic
 	var dropped []string
 	for _, fp := range full.Ports {
 		if !slices.ContainsFunc(svc.Ports, func(q Port) bool { return q.Number == fp.Number }) {

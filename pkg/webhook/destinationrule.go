@@ -3,41 +3,146 @@ package webhook
 import (
 	"fmt"
 	"math"
+	"net/netip"
+	"strings"
 
 	networking "istio.io/api/networking/v1alpha3"
 )
 
-// DestinationRule returns what ValidateDestinationRule rejects among the traffic policy values
-// the cluster engine reads: the top-level trafficPolicy, its portLevelSettings, and those of
-// every subset, after the metadata checks. Errors appear in Istio's order.
+// DestinationRule returns what ValidateDestinationRule rejects, after the metadata checks, in
+// Istio's order: host, the top-level trafficPolicy (with its portLevelSettings), each subset
+// (name, labels, trafficPolicy), exportTo, workloadSelector.
 func DestinationRule(m Meta, spec *networking.DestinationRule) []Problem {
-	if ps := dryRun(m, false, ""); ps != nil {
+	if ps := checkMetadata(m, false, ""); ps != nil {
 		return ps
 	}
 	var l list
-	l.trafficPolicy("spec.trafficPolicy", spec.GetTrafficPolicy())
+	if msg := wildcardDomain(spec.GetHost()); msg != "" {
+		l.add("spec.host", msg, hostAsWritten)
+	}
+	l.trafficPolicy("spec.trafficPolicy", m.Namespace, spec.GetTrafficPolicy())
+	seen := map[string]bool{}
 	for i, s := range spec.GetSubsets() {
-		l.trafficPolicy(fmt.Sprintf("spec.subsets[%d].trafficPolicy", i), s.GetTrafficPolicy())
+		at := fmt.Sprintf("spec.subsets[%d]", i)
+		if s == nil {
+			l.add(at, "subset may not be null", "istiod's cluster builder reads the name of the null entry (buildSubsetCluster, pilot/pkg/networking/core/cluster_builder.go), a nil pointer dereference")
+			continue
+		}
+		if seen[s.GetName()] {
+			l.add(at+".name", "duplicate subset names: "+s.GetName(), "istiod builds a cluster for each entry under the same name (outbound|PORT|NAME|HOST) and keeps the first (normalizeClusters, pilot/pkg/networking/core/cluster_builder.go): this entry's labels and policy are dropped")
+		}
+		seen[s.GetName()] = true
+		// validateSubset: validateSubsetName, labels.Instance.Validate, validateTrafficPolicy.
+		switch {
+		case s.GetName() == "":
+			l.add(at+".name", "subset name cannot be empty", "istiod names the subset's clusters with an empty subset (outbound|PORT||HOST), the name of the service's own cluster")
+		case !isDNS1123Label(s.GetName()):
+			l.add(at+".name", "subset name is invalid: "+s.GetName(), "istiod does not check it and names the subset's clusters with it as written (outbound|PORT|NAME|HOST)")
+		}
+		for _, msg := range labelErrors(s.GetLabels()) {
+			l.add(at+".labels", msg, "istiod selects the subset's endpoints by the labels as written; no pod can carry such a label, so the subset's clusters get no endpoints from pods")
+		}
+		l.trafficPolicy(at+".trafficPolicy", m.Namespace, s.GetTrafficPolicy())
+	}
+	for _, p := range exportToErrors(m.Namespace, spec.GetExportTo(), false, spec.GetWorkloadSelector() != nil) {
+		field := "spec.exportTo"
+		if p.at >= 0 {
+			field = fmt.Sprintf("spec.exportTo[%d]", p.at)
+		}
+		l.add(field, p.msg, exportToIstiod(p.msg, "rule"))
+	}
+	for _, msg := range selectorErrors(spec.GetWorkloadSelector().GetMatchLabels()) {
+		l.add("spec.workloadSelector.matchLabels", msg, selectorMatchesNothing)
 	}
 	return l
 }
 
-// trafficPolicy is validateTrafficPolicy: each block, then each portLevelSettings entry
-// (validatePortTrafficPolicies).
-func (l *list) trafficPolicy(at string, tp *networking.TrafficPolicy) {
+// hostAsWritten is what istiod does with a host the webhook rejects: setDestinationRules
+// (pilot/pkg/model/push_context.go) completes a short name with the namespace and keys the rule
+// by the result, without checking its form.
+const hostAsWritten = "istiod does not check it: it keys the rule by the host as written (a short name completed with the rule's namespace), so the rule applies only to a service whose hostname is exactly that"
+
+// exportToIstiod is what istiod does with an exportTo the webhook rejects on a `what` (rule or
+// service): setDestinationRules (pilot/pkg/model/push_context.go) and the service index read
+// the entries as a set of names; a DestinationRule with a workload selector ignores them.
+func exportToIstiod(msg, what string) string {
+	switch {
+	case strings.HasPrefix(msg, "duplicate"):
+		return "istiod reads exportTo as a set, so the repeated entry changes nothing"
+	case strings.HasPrefix(msg, "destination rule with workload selector"):
+		return "istiod ignores exportTo on a rule with a workload selector: the rule stays visible in its own namespace only"
+	case strings.HasPrefix(msg, "cannot have both public"):
+		return fmt.Sprintf("istiod reads exportTo as a set: with `*` in it, the %s is visible in every namespace and the other entries change nothing", what)
+	case strings.HasPrefix(msg, "cannot export service entry to no one"):
+		// initServiceRegistry: `*` wins, then `~` hides the service whatever else is listed.
+		return "istiod reads exportTo as a set: unless `*` is in it, `~` hides the service from every namespace, whatever the other entries name"
+	case strings.HasPrefix(msg, "exportTo ~"):
+		return fmt.Sprintf("istiod matches `~` against no namespace: the entry exports the %s nowhere (not even to its own namespace, unless another entry does)", what)
+	}
+	return fmt.Sprintf("istiod reads the entry as a namespace name, which no namespace can have: it exports the %s nowhere", what)
+}
+
+// trafficPolicy is validateTrafficPolicy: at least one field, not tunnel and proxyProtocol
+// together, then each block and each portLevelSettings entry (validatePortTrafficPolicies).
+func (l *list) trafficPolicy(at, namespace string, tp *networking.TrafficPolicy) {
 	if tp == nil {
+		return
+	}
+	if tp.OutlierDetection == nil && tp.ConnectionPool == nil && tp.LoadBalancer == nil && tp.Tls == nil && tp.PortLevelSettings == nil &&
+		tp.Tunnel == nil && tp.ProxyProtocol == nil && tp.RetryBudget == nil {
+		l.add(at, "traffic policy must have at least one field", "istiod reads the empty policy as no policy")
+		return
+	}
+	if tp.Tunnel != nil && tp.ProxyProtocol != nil {
+		// Istio returns this error alone: nothing else of the policy is checked.
+		l.add(at+".proxyProtocol", "tunnel and proxyProtocol must not be set together",
+			"istiod applies both: the cluster sends the PROXY protocol header, and outbound TCP listeners tunnel to the target host")
 		return
 	}
 	l.outlierDetection(at+".outlierDetection", tp.GetOutlierDetection())
 	l.connectionPool(at+".connectionPool", tp.GetConnectionPool())
 	l.loadBalancer(at+".loadBalancer", tp.GetLoadBalancer())
-	l.tls(at+".tls", tp.GetTls())
+	l.tls(at+".tls", namespace, tp.GetTls())
 	for i, p := range tp.GetPortLevelSettings() {
 		pl := fmt.Sprintf("%s.portLevelSettings[%d]", at, i)
+		if p == nil {
+			l.add(pl, "traffic policy may not be null", "istiod does not check it; a null entry is not covered here")
+			continue
+		}
+		if p.Port == nil {
+			l.add(pl+".port", "portTrafficPolicy must have valid port", "istiod reads the entry as port 0, which no service port has, so it applies nowhere")
+		}
+		if p.OutlierDetection == nil && p.ConnectionPool == nil && p.LoadBalancer == nil && p.Tls == nil {
+			l.add(pl, "port traffic policy must have at least one field", "istiod applies the entry to its port: the port gets none of the top-level connectionPool, outlierDetection, loadBalancer and tls (MergeTrafficPolicy, pilot/pkg/model/destination_rule.go)")
+			continue
+		}
 		l.outlierDetection(pl+".outlierDetection", p.GetOutlierDetection())
 		l.connectionPool(pl+".connectionPool", p.GetConnectionPool())
 		l.loadBalancer(pl+".loadBalancer", p.GetLoadBalancer())
-		l.tls(pl+".tls", p.GetTls())
+		l.tls(pl+".tls", namespace, p.GetTls())
+	}
+	if t := tp.GetTunnel(); t != nil {
+		// validateTunnelSettings; tunnelingconfig.Apply (pilot/pkg/networking/core/tunnelingconfig/apply.go)
+		// copies the target into the TCP proxy's tunneling_config and uses POST only for "POST".
+		if t.Protocol != "" && t.Protocol != "CONNECT" && t.Protocol != "POST" {
+			l.add(at+".tunnel.protocol", `tunnel protocol must be "CONNECT" or "POST"`, "istiod uses POST only for \"POST\": any other value tunnels with CONNECT")
+		}
+		if fqdnMsg := fqdn(t.TargetHost); fqdnMsg != "" {
+			if _, err := netip.ParseAddr(t.TargetHost); err != nil {
+				l.add(at+".tunnel.targetHost", fmt.Sprintf("tunnel target host must be valid FQDN or IP address: %s; %s is not a valid IP", fqdnMsg, t.TargetHost),
+					"istiod copies the target host into the TCP proxy's tunneling_config hostname as written")
+			}
+		}
+		if t.TargetPort < 1 || t.TargetPort > 65535 {
+			l.add(at+".tunnel.targetPort", fmt.Sprintf("tunnel target port is invalid: port number %d must be in the range 1..65535", int(t.TargetPort)),
+				"istiod copies the target port into the TCP proxy's tunneling_config hostname as written")
+		}
+	}
+	if pp := tp.GetProxyProtocol(); pp != nil && pp.Version != 0 && pp.Version != 1 {
+		// validateProxyProtocol; applyUpstreamProxyProtocol (pilot/pkg/networking/core/cluster_traffic_policy.go)
+		// converts the number to Envoy's ProxyProtocolConfig.Version, which defines V1 (0) and V2 (1).
+		l.add(at+".proxyProtocol.version", fmt.Sprintf("proxy protocol version is invalid: %d", pp.Version),
+			fmt.Sprintf("istiod copies %d into the upstream PROXY protocol transport socket's version, a value Envoy's enum does not define (V1 is 0, V2 is 1)", pp.Version))
 	}
 }
 
@@ -187,6 +292,8 @@ func (l *list) loadBalancer(at string, lb *networking.LoadBalancerSettings) {
 	if lb.GetLocalityLbSetting() != nil && lb.GetZoneAwareLbSetting() != nil {
 		l.add(at+".zoneAwareLbSetting", "only one of localityLbSetting and zoneAwareLbSetting can be set", asWritten)
 	}
+	l.localityLb(at+".localityLbSetting", lb.GetLocalityLbSetting())
+	l.zoneAwareLb(at+".zoneAwareLbSetting", lb.GetZoneAwareLbSetting())
 	if w := lb.GetWarmup(); w != nil {
 		if w.Duration == nil {
 			l.add(at+".warmup.duration", "duration is required", asWritten)
@@ -226,10 +333,30 @@ const tlsAsWritten = "istiod does not check it and builds the TLS context from w
 // sent without TLS.
 const mutualWithoutCert = "istiod cannot build the TLS context (client certificate and private key must not be empty), logs an error and sends the Cluster without TLS: the connection goes out in plaintext"
 
-// tls is agent.ValidateTLS, without its configmap:// credentialName checks.
-func (l *list) tls(at string, t *networking.ClientTLSSettings) {
+// tls is agent.ValidateTLS. namespace is the object's: a configmap:// credentialName must name
+// a ConfigMap of it.
+func (l *list) tls(at, namespace string, t *networking.ClientTLSSettings) {
 	if t == nil {
 		return
+	}
+	if rest, ok := strings.CutPrefix(t.CredentialName, "configmap://"); ok {
+		// credentials.ParseResourceName (pilot/pkg/model/credentials/resource.go): namespace/name.
+		ns, name, found := strings.Cut(rest, "/")
+		name, _, _ = strings.Cut(name, "/")
+		msg := ""
+		switch {
+		case !found:
+			msg = fmt.Sprintf("invalid configmap:// credentialName: invalid resource name %q. Expected namespace and name", t.CredentialName)
+		case ns == "":
+			msg = fmt.Sprintf("invalid configmap:// credentialName: invalid resource name %q. Expected namespace", t.CredentialName)
+		case name == "":
+			msg = fmt.Sprintf("invalid configmap:// credentialName: invalid resource name %q. Expected name", t.CredentialName)
+		case ns != namespace || namespace == "":
+			msg = fmt.Sprintf("invalid configmap:// credentialName: namespace must match the configuration namespace %q", namespace)
+		}
+		if msg != "" {
+			l.add(at+".credentialName", msg, tlsAsWritten)
+		}
 	}
 	if t.GetInsecureSkipVerify().GetValue() {
 		if t.Mode == networking.ClientTLSSettings_SIMPLE && (t.CaCertificates != "" || t.CredentialName != "" || t.SubjectAltNames != nil) {

@@ -25,10 +25,11 @@ func valueLeftOut(action security.AuthorizationPolicy_Action) string {
 // AuthorizationPolicy returns what ValidateAuthorizationPolicy rejects among the values the
 // authorization engines read, after the metadata checks (istio.io/dry-run). Istio prefixes every error with "invalid policy NAME.NAMESPACE:".
 func AuthorizationPolicy(m Meta, spec *security.AuthorizationPolicy) []Problem {
-	if ps := dryRun(m, true, spec.GetAction().String()); ps != nil {
+	if ps := checkMetadata(m, true, spec.GetAction().String()); ps != nil {
 		return ps
 	}
 	var l list
+	l.policyTargets(spec.GetSelector().GetMatchLabels(), spec.GetSelector() != nil, spec.GetTargetRef(), spec.GetTargetRefs())
 	switch spec.GetAction() {
 	case security.AuthorizationPolicy_CUSTOM:
 		if spec.Rules == nil {
@@ -68,6 +69,7 @@ func AuthorizationPolicy(m Meta, spec *security.AuthorizationPolicy) []Problem {
 			}
 			for j, w := range r.GetWhen() {
 				if w == nil {
+					l.add(fmt.Sprintf("spec.rules[%d].when[%d]", i, j), "when field cannot be nil", asWrittenAuthz)
 					continue
 				}
 				if w.Key == "source.namespace" || w.Key == "source.serviceAccount" || w.Key == "source.trustDomain" || w.Key == "source.principal" || strings.HasPrefix(w.Key, "request.auth.") {
@@ -89,6 +91,9 @@ func AuthorizationPolicy(m Meta, spec *security.AuthorizationPolicy) []Problem {
 		if r == nil {
 			l.add(at, fmt.Sprintf("`rule` must not be nil, found at rule %d", i), "istiod treats the null rule as an empty rule, which matches everything")
 			continue
+		}
+		if r.From != nil && len(r.From) == 0 {
+			l.add(at+".from", fmt.Sprintf("`from` must not be empty, found at rule %d", i), asWrittenAuthz)
 		}
 		for j, f := range r.GetFrom() {
 			fa := fmt.Sprintf("%s.from[%d]", at, j)
@@ -117,13 +122,20 @@ func AuthorizationPolicy(m Meta, spec *security.AuthorizationPolicy) []Problem {
 			l.empty(fa+"principals", "Principals", s.Principals)
 			l.empty(fa+"requestPrincipals", "RequestPrincipals", s.RequestPrincipals)
 			l.empty(fa+"namespaces", "Namespaces", s.Namespaces)
+			l.serviceAccounts(fa+"serviceAccounts", "ServiceAccounts", s.ServiceAccounts)
+			l.trustDomains(fa+"trustDomains", "TrustDomains", s.TrustDomains)
 			l.empty(fa+"ipBlocks", "IpBlocks", s.IpBlocks)
 			l.empty(fa+"remoteIpBlocks", "RemoteIpBlocks", s.RemoteIpBlocks)
 			l.empty(fa+"notPrincipals", "NotPrincipals", s.NotPrincipals)
 			l.empty(fa+"notRequestPrincipals", "NotRequestPrincipals", s.NotRequestPrincipals)
 			l.empty(fa+"notNamespaces", "NotNamespaces", s.NotNamespaces)
+			l.serviceAccounts(fa+"notServiceAccounts", "NotServiceAccounts", s.NotServiceAccounts)
+			l.trustDomains(fa+"notTrustDomains", "NotTrustDomains", s.NotTrustDomains)
 			l.empty(fa+"notIpBlocks", "NotIpBlocks", s.NotIpBlocks)
 			l.empty(fa+"notRemoteIpBlocks", "NotRemoteIpBlocks", s.NotRemoteIpBlocks)
+		}
+		if r.To != nil && len(r.To) == 0 {
+			l.add(at+".to", fmt.Sprintf("`to` must not be empty, found at rule %d", i), asWrittenAuthz)
 		}
 		for j, t := range r.GetTo() {
 			ta := fmt.Sprintf("%s.to[%d]", at, j)
@@ -150,6 +162,8 @@ func AuthorizationPolicy(m Meta, spec *security.AuthorizationPolicy) []Problem {
 			l.empty(ta+"notMethods", "NotMethods", op.NotMethods)
 			l.empty(ta+"notPaths", "NotPaths", op.NotPaths)
 			l.empty(ta+"notHosts", "NotHosts", op.NotHosts)
+			l.pathTemplates(ta+"paths", "Paths", op.Paths)
+			l.pathTemplates(ta+"notPaths", "NotPaths", op.NotPaths)
 		}
 		for j, c := range r.GetWhen() {
 			wa := fmt.Sprintf("%s.when[%d]", at, j)
@@ -158,6 +172,19 @@ func AuthorizationPolicy(m Meta, spec *security.AuthorizationPolicy) []Problem {
 				l.add(wa+".key", "`key` must not be empty", asWrittenAuthz)
 			case len(c.GetValues()) == 0 && len(c.GetNotValues()) == 0:
 				l.add(wa+".values", "at least one of `values` or `notValues` must be set for key "+c.GetKey(), asWrittenAuthz)
+			default:
+				for _, v := range []struct {
+					field, word string
+					values      []string
+				}{{"values", "value", c.GetValues()}, {"notValues", "notValue", c.GetNotValues()}} {
+					if msg, onKey, istiod := attribute(c.GetKey(), v.values, spec.GetAction()); msg != "" {
+						field := wa + "." + v.field
+						if onKey {
+							field = wa + ".key"
+						}
+						l.add(field, fmt.Sprintf("invalid `%s` for `key` %s: %s", v.word, c.GetKey(), msg), istiod)
+					}
+				}
 			}
 		}
 	}
@@ -202,10 +229,10 @@ func (l *list) empty(field, key string, values []string) {
 	}
 }
 
-// PeerAuthentication returns what ValidatePeerAuthentication rejects in portLevelMtls, after
-// the metadata checks.
+// PeerAuthentication returns what ValidatePeerAuthentication rejects (portLevelMtls and the
+// selector), after the metadata checks.
 func PeerAuthentication(m Meta, spec *security.PeerAuthentication) []Problem {
-	if ps := dryRun(m, false, ""); ps != nil {
+	if ps := checkMetadata(m, false, ""); ps != nil {
 		return ps
 	}
 	var l list
@@ -214,6 +241,9 @@ func PeerAuthentication(m Meta, spec *security.PeerAuthentication) []Problem {
 		// portLevelMtls of the workload policy only.
 		l.add("spec.portLevelMtls", "mesh/namespace peer authentication cannot have port level mTLS",
 			"istiod reads portLevelMtls only from a policy with a selector, so the entries are ignored")
+	}
+	if spec.PortLevelMtls != nil && len(spec.PortLevelMtls) == 0 {
+		l.add("spec.portLevelMtls", "port level mTLS, if defined, must have at least one element", "istiod reads the empty map as no port-level settings")
 	}
 	ports := make([]uint32, 0, len(spec.GetPortLevelMtls()))
 	for p := range spec.GetPortLevelMtls() {
@@ -232,6 +262,9 @@ func PeerAuthentication(m Meta, spec *security.PeerAuthentication) []Problem {
 		if p == 0 || p > 65535 {
 			l.add(fmt.Sprintf("spec.portLevelMtls[%d]", p), "port must be in range 1..65535", istiod)
 		}
+	}
+	for _, msg := range selectorErrors(spec.GetSelector().GetMatchLabels()) {
+		l.add("spec.selector.matchLabels", msg, selectorMatchesNothing)
 	}
 	return l
 }

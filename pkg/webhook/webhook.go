@@ -40,10 +40,11 @@ func Diagnostics(id diag.ID, ref provenance.Ref, ps []Problem) []explain.Diagnos
 	return out
 }
 
-// Meta is the metadata validation reads: the object's name, namespace and annotations.
+// Meta is the metadata validation reads: the object's name, namespace, annotations, and labels
+// (a ServiceEntry's istio.io/use-waypoint).
 type Meta struct {
-	Name, Namespace string
-	Annotations     map[string]string
+	Name, Namespace     string
+	Annotations, Labels map[string]string
 }
 
 // dryRunAnnotation is the annotation that makes an AuthorizationPolicy dry-run.
@@ -73,6 +74,29 @@ func dryRun(m Meta, authz bool, action string) []Problem {
 	default:
 		return []Problem{{Field: field, Webhook: fmt.Sprintf("the annotation %s currently only supports action ALLOW/DENY, found action %v in %s/%s", dryRunAnnotation, action, m.Namespace, m.Name),
 			Istiod: "istiod does not check it and reads the annotation as for ALLOW and DENY"}}
+	}
+	return nil
+}
+
+// internalAnnotation is what istiod does with an annotation reserved to objects Istio generates.
+const internalAnnotation = "istiod reads the object with the annotation, which is meant for objects Istio generates itself (what it then does is not covered here)"
+
+// checkMetadata is validateMetadata (pkg/config/validation/validation.go), which Istio runs
+// before every kind's own checks and which ends validation at its first error: the dry-run
+// annotation, then three annotations reserved to Istio itself
+// (pkg/config/constants/constants.go AlwaysReject, InternalParentNamespace, InternalParentNames).
+func checkMetadata(m Meta, authz bool, action string) []Problem {
+	if ps := dryRun(m, authz, action); ps != nil {
+		return ps
+	}
+	for _, a := range []struct{ name, msg, istiod string }{
+		{"internal.istio.io/webhook-always-reject", "%q annotation found, rejecting", "istiod ignores the annotation (it only makes the webhook reject the object)"},
+		{"internal.istio.io/parent-namespace", "%q annotation found, this may not be set by users", internalAnnotation},
+		{"internal.istio.io/parents", "%q annotation found, this may not be set by users", internalAnnotation},
+	} {
+		if _, ok := m.Annotations[a.name]; ok {
+			return []Problem{{Field: "metadata.annotations[" + a.name + "]", Webhook: fmt.Sprintf(a.msg, a.name), Istiod: a.istiod}}
+		}
 	}
 	return nil
 }

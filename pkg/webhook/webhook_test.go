@@ -64,6 +64,7 @@ func TestDestinationRule(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m := meta
 			m.Annotations = tc.ann
+			tc.dr.Host = "foo" // a valid host: the cases are about the traffic policies
 			if got := fields(DestinationRule(m, tc.dr)); !slices.Equal(got, tc.want) {
 				t.Errorf("got  %q\nwant %q", got, tc.want)
 			}

@@ -156,8 +156,8 @@ func (e *explanation) diagnostics() []explain.Diagnostic {
 	return out
 }
 
-// validationDiagnostics: what Istio's validation rejects in the policies that select the pod
-// and in its PeerAuthentications (S18).
+// validationDiagnostics: what Istio's validation rejects in the policies that select the pod,
+// in its PeerAuthentications and in the RequestAuthentications that select it (S18).
 func (e *explanation) validationDiagnostics() []explain.Diagnostic {
 	var out []explain.Diagnostic
 	for _, ap := range e.selected {
@@ -168,6 +168,10 @@ func (e *explanation) validationDiagnostics() []explain.Diagnostic {
 			ref := provenance.Ref{Kind: "PeerAuthentication", Namespace: pa.Namespace, Name: pa.Name}
 			out = append(out, webhook.Diagnostics(diagRejected, ref, webhook.PeerAuthentication(webhook.Meta{Name: pa.Name, Namespace: pa.Namespace, Annotations: pa.Annotations}, &pa.Spec))...)
 		}
+	}
+	for _, ra := range e.requestAuthentications() {
+		ref := provenance.Ref{Kind: "RequestAuthentication", Namespace: ra.Namespace, Name: ra.Name}
+		out = append(out, webhook.Diagnostics(diagRejected, ref, webhook.RequestAuthentication(webhook.Meta{Name: ra.Name, Namespace: ra.Namespace, Annotations: ra.Annotations, Labels: ra.Labels}, &ra.Spec))...)
 	}
 	return out
 }
@@ -336,10 +340,16 @@ func sortDiagnostics(ds []explain.Diagnostic) []explain.Diagnostic {
 	})
 }
 
-// requestAuthenticated reports whether a RequestAuthentication selects the pod: one of its
-// namespace or the root namespace without targetRefs whose selector is absent or matches
-// (getConfigsForWorkload with ShouldAttachPolicy).
+// requestAuthenticated reports whether a RequestAuthentication selects the pod.
 func (e *explanation) requestAuthenticated() bool {
+	return len(e.requestAuthentications()) > 0
+}
+
+// requestAuthentications are the RequestAuthentications that select the pod: of its namespace
+// or the root namespace, without targetRefs, whose selector is absent or matches
+// (getConfigsForWorkload with ShouldAttachPolicy).
+func (e *explanation) requestAuthentications() []*securityv1.RequestAuthentication {
+	var out []*securityv1.RequestAuthentication
 	for _, ra := range e.snap.RequestAuthentications {
 		if ra.Namespace != e.pod.Namespace && ra.Namespace != e.root {
 			continue
@@ -348,10 +358,10 @@ func (e *explanation) requestAuthenticated() bool {
 			continue
 		}
 		if sel := ra.Spec.GetSelector(); sel == nil || subsetOf(sel.GetMatchLabels(), e.pod.Labels) {
-			return true
+			out = append(out, ra)
 		}
 	}
-	return false
+	return out
 }
 
 // requestAuthnDiagnostics: request principal conditions with no RequestAuthentication selecting

@@ -170,7 +170,7 @@ var Catalogue = []Entry{
 		Fix: "add . to the plain rule's spec.exportTo, or copy what the selector rule needs into it"},
 	{ID: TLSOriginationWithoutSNI, Severity: sevWarning, Title: "TLS origination without SNI on a port that is not HTTP",
 		Fix: "set tls.sni to the server name"},
-	{ID: RejectedByValidation, Severity: sevWarning, Title: "DestinationRule value Istio's validation rejects",
+	{ID: RejectedByValidation, Severity: sevWarning, Title: "networking value Istio's validation rejects",
 		Fix: "fix the value: the admission webhook rejects the object as written"},
 
 	{ID: NotCaptured, Severity: sevWarning, Title: "pod not captured by ztunnel as it seems",
