@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -62,16 +63,91 @@ func (p dataPrinter) write(w io.Writer, v any) error {
 		_, err = w.Write(y)
 		return err
 	}
-	// The document indented by two spaces, as an Encoder with SetIndent("", "  ") writes it,
-	// into a buffer sized once (the Result's indenting adds less than its compact size): grown as
-	// it goes, the buffer was most of -o json's time.
-	var out bytes.Buffer
-	out.Grow(2 * compact.Len())
-	if err := json.Indent(&out, compact.Bytes(), "", "  "); err != nil {
-		return err
+	return writeIndented(w, compact.Bytes())
+}
+
+// writeIndented writes the compact JSON document src to w indented by two spaces: the bytes
+// json.Indent(dst, src, "", "  ") produces, written as they are made. json.Indent steps its
+// scanner over every byte and builds the whole indented document (more than twice the compact
+// one for an answer with deep filters) before it is written; src, from an Encoder, is already
+// valid and compact, so only strings, punctuation and the runs between them need looking at.
+// TestWriteIndentedMatchesIndent compares the two.
+func writeIndented(w io.Writer, src []byte) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	depth := 0
+	// needIndent delays the newline after { or [ so an empty object or array stays {} or [].
+	needIndent := false
+	newline := func() {
+		bw.WriteByte('\n')
+		for range depth {
+			bw.WriteString("  ")
+		}
 	}
-	_, err := w.Write(out.Bytes())
-	return err
+	for i := 0; i < len(src); {
+		c := src[i]
+		if needIndent && c != '}' && c != ']' {
+			needIndent = false
+			depth++
+			newline()
+		}
+		switch c {
+		case '"':
+			j := i + 1
+			for j < len(src) {
+				k := bytes.IndexAny(src[j:], `"\`)
+				if k < 0 {
+					j = len(src)
+					break
+				}
+				j += k
+				if src[j] == '"' {
+					j++
+					break
+				}
+				j += 2
+			}
+			j = min(j, len(src))
+			bw.Write(src[i:j])
+			i = j
+			continue
+		case '{', '[':
+			bw.WriteByte(c)
+			needIndent = true
+		case ',':
+			bw.WriteByte(c)
+			newline()
+		case ':':
+			bw.WriteString(": ")
+		case '}', ']':
+			if needIndent {
+				needIndent = false
+			} else {
+				depth--
+				newline()
+			}
+			bw.WriteByte(c)
+		default:
+			// A number, true, false or null, or the newline that ends the document.
+			j := i + 1
+			for j < len(src) && !isJSONPunct(src[j]) {
+				j++
+			}
+			bw.Write(src[i:j])
+			i = j
+			continue
+		}
+		i++
+	}
+	return bw.Flush()
+}
+
+// isJSONPunct reports whether c starts a string or is structural outside strings.
+func isJSONPunct(c byte) bool {
+	switch c {
+	case '"', '{', '[', ',', ':', '}', ']':
+		return true
+	}
+	return false
 }
 
 // normalize returns a shallow copy of r whose list fields are empty rather than nil, so the
