@@ -29,6 +29,8 @@ func (p *tablePrinter) Print(w io.Writer, r *explain.Result) error {
 
 func (p *tablePrinter) PrintList(w io.Writer, rs []*explain.Result) error {
 	th := NewTheme(w, p.opts.ColorOn())
+	// The tables of the output share the wrapping of their texts.
+	th.cells = newCellCache()
 	var jobs []func() string
 	for _, r := range rs {
 		if r == nil {
@@ -420,17 +422,7 @@ func (p *tablePrinter) diagnostics(th Theme, ds []explain.Diagnostic) string {
 // table renders a borderless table no wider than width: cells are wrapped to the widths
 // fitColumns picks and laid out by layoutTable.
 func (th Theme) table(headers []string, rows [][]string, width int, style func(row, col int) CellStyle) string {
-	cells := measureCells(rows)
-	for _, row := range cells {
-		for _, c := range row {
-			// Tabs are laid out as spaces; every other control character of a value is
-			// spelled out (Safe).
-			if t := Safe(expandTabs(c.text)); t != c.text {
-				c.text = t
-				c.width, c.newlines = measure(t)
-			}
-		}
-	}
+	cells := th.tableCells(rows)
 	widths := fitColumns(headers, cells, width)
 	if hs := measureCells([][]string{headers}); len(hs) == 1 {
 		headers = slices.Clone(headers)
@@ -443,10 +435,25 @@ func (th Theme) table(headers []string, rows [][]string, width int, style func(r
 	for _, row := range cells {
 		for j, c := range row {
 			if j < len(widths) && c.width > widths[j] {
-				c.text = c.wrap(widths[j])
-				c.width, c.newlines = measure(c.text)
+				c.wrapTo(widths[j])
 			}
 		}
 	}
 	return layoutTable(th.Header, headers, cells, style)
+}
+
+// tableCells are the cells of rows measured as they are laid out (cellText); with th.cells,
+// each distinct text is prepared once for all the tables of the output.
+func (th Theme) tableCells(rows [][]string) [][]*cell {
+	out := make([][]*cell, len(rows))
+	for i, row := range rows {
+		cells := make([]cell, len(row))
+		out[i] = make([]*cell, len(row))
+		for j, s := range row {
+			t := th.cells.get(s)
+			cells[j] = cell{text: t.text, width: t.width, newlines: t.newlines, shared: t}
+			out[i][j] = &cells[j]
+		}
+	}
+	return out
 }
