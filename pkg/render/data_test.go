@@ -6,6 +6,16 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/config/rbac/v3"
+	rbachttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
 // randomJSONValue is a random value for encoding/json: nested objects and arrays (empty ones
@@ -71,5 +81,54 @@ func TestWriteIndentedMatchesIndent(t *testing.T) {
 		if got.String() != want.String() {
 			t.Fatalf("document %d: %s\nindented:\n%s\njson.Indent:\n%s", i, compact.Bytes(), got.Bytes(), want.Bytes())
 		}
+	}
+}
+
+// TestChainJSONIsProtojson compares the filter chains protoJSON puts together from their
+// filters with protojson's own, compacted as the document compacts them: chains with a name
+// only, with fields after filters, with a filter_chain_match (marshalled whole), and filters
+// shared between chains.
+func TestChainJSONIsProtojson(t *testing.T) {
+	rbac := func(prefix string) *listenerv3.Filter {
+		cfg, err := anypb.New(&rbachttpv3.RBAC{ShadowRulesStatPrefix: prefix, Rules: &rbacv3.RBAC{Action: rbacv3.RBAC_DENY,
+			Policies: map[string]*rbacv3.Policy{"p": {Permissions: []*rbacv3.Permission{{Rule: &rbacv3.Permission_Any{Any: true}}}}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &listenerv3.Filter{Name: "envoy.filters.http.rbac", ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: cfg}}
+	}
+	shared := rbac("shared_")
+	chains := []*listenerv3.FilterChain{
+		{Name: "inbound-vip|8080|http|a.ns.svc.cluster.local", Filters: []*listenerv3.Filter{shared, rbac("a_")}},
+		{Name: "direct-http", Filters: []*listenerv3.Filter{shared}},
+		{Filters: []*listenerv3.Filter{rbac("b_")}},
+		{Name: "with-socket", Filters: []*listenerv3.Filter{shared}, TransportSocket: &corev3.TransportSocket{Name: "tls"},
+			Metadata: &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{"k": {}}}},
+		{Name: "matched", FilterChainMatch: &listenerv3.FilterChainMatch{DestinationPort: wrapperspb.UInt32(8080)}, Filters: []*listenerv3.Filter{shared}},
+		{Name: "no-filters"},
+	}
+	pj := protoJSON{done: map[proto.Message][]byte{}}
+	compact := func(b []byte) string {
+		var out bytes.Buffer
+		if err := json.Compact(&out, b); err != nil {
+			t.Fatalf("%v: %s", err, b)
+		}
+		return out.String()
+	}
+	for _, fc := range chains {
+		got, err := pj.marshal(fc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := protojson.Marshal(fc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if compact(got) != compact(want) {
+			t.Errorf("chain %q:\n%s\nprotojson:\n%s", fc.Name, compact(got), compact(want))
+		}
+	}
+	if !filtersFirst(chains[0]) || filtersFirst(chains[4]) || filtersFirst(chains[5]) {
+		t.Errorf("filtersFirst: %v %v %v, want true false false", filtersFirst(chains[0]), filtersFirst(chains[4]), filtersFirst(chains[5]))
 	}
 }
