@@ -55,6 +55,9 @@ type explanation struct {
 	policies map[string][]*securityv1.AuthorizationPolicy
 	// rbacCache is shared by the builds: each rule attached to several is translated once.
 	rbacCache *envoyrbac.Cache
+	// results are the filters built, by the policies and targetRefs that attached them
+	// (buildKey).
+	results map[string]*envoyrbac.Result
 	// origins are the located fields of the policies (policyOrigin).
 	origins map[policyField]provenance.Origin
 }
@@ -210,6 +213,14 @@ func (e *explanation) newBuild(svc *service) *build {
 			}
 		}
 	}
+	// A build depends only on its policies and on the targetRef that attached each (the
+	// origins' notes name it): services with the same, such as those with no policy of their
+	// own, share one.
+	key := buildKey(b)
+	if r, ok := e.results[key]; ok {
+		b.rbac = r
+		return b
+	}
 	b.rbac = envoyrbac.Build(envoyrbac.Input{
 		Policies:           b.policies,
 		TrustDomain:        e.snap.MeshConfig.GetTrustDomain(),
@@ -225,7 +236,21 @@ func (e *explanation) newBuild(svc *service) *build {
 		},
 		MeshOrigin: e.meshOrigin,
 	})
+	if e.results == nil {
+		e.results = map[string]*envoyrbac.Result{}
+	}
+	e.results[key] = b.rbac
 	return b
+}
+
+// buildKey names the inputs of b's filters: each policy, in order, with the index of the
+// targetRef that attached it.
+func buildKey(b *build) string {
+	var k strings.Builder
+	for _, ap := range b.policies {
+		k.WriteString(ap.Namespace + "/" + ap.Name + "#" + strconv.Itoa(b.via[ap]) + "\x00")
+	}
+	return k.String()
 }
 
 // policyOrigin is the origin of a field of ap, located once per answer (every build that
@@ -359,7 +384,13 @@ func (b *build) name() string {
 // addObjects adds one object per chain (what -o envoy prints, in istiod's order) and one per
 // distinct authorization filter, with the origin of every permission and principal.
 func (e *explanation) addObjects() {
-	names := map[*listenerv3.Filter]string{}
+	// names are the filter objects' names by build: builds with the same inputs share their
+	// filters (newBuild), and each chain names the object of its own build.
+	type buildFilter struct {
+		b *build
+		f *listenerv3.Filter
+	}
+	names := map[buildFilter]string{}
 	var filterObjs []explain.Object
 	for _, b := range append(append([]*build{}, e.builds...), e.direct) {
 		for _, group := range []struct {
@@ -376,7 +407,7 @@ func (e *explanation) addObjects() {
 					name += " " + f.Provider
 				}
 				name += ")"
-				names[f.Filter] = name
+				names[buildFilter{b, f.Filter}] = name
 				o := explain.Object{Kind: string(f.Config.ProtoReflect().Descriptor().FullName()), Name: name, Origins: f.Traces,
 					Summary: []explain.Summary{{Name: "filter", Value: f.Filter.Name}, {Name: "action", Value: f.Action}}}
 				if f.Provider != "" {
@@ -417,7 +448,7 @@ func (e *explanation) addObjects() {
 		for i, f := range c.filters() {
 			fc.Filters = append(fc.Filters, f.Filter)
 			o.Origins = append(o.Origins, provenance.FieldTrace{Path: fmt.Sprintf("filters[%d]", i), Value: f.Filter.Name + " (" + f.Action + ")",
-				Origin: provenance.Origin{Layer: provenance.LayerAuthorizationPolicy, Note: "every permission and principal: object " + names[f.Filter]}})
+				Origin: provenance.Origin{Layer: provenance.LayerAuthorizationPolicy, Note: "every permission and principal: object " + names[buildFilter{c.b, f.Filter}]}})
 		}
 		if len(fc.Filters) == 0 {
 			o.Summary = append(o.Summary, explain.Summary{Name: "authorization", Value: "none: no policy is attached"})
