@@ -41,6 +41,30 @@ type cell struct {
 type cellCache struct {
 	mu sync.Mutex
 	m  map[string]*cellText
+	// tables are whole tables laid out, by what they are made of (table).
+	tables map[string]*sharedTable
+}
+
+// sharedTable is one table laid out once.
+type sharedTable struct {
+	once sync.Once
+	text string
+}
+
+// table is lay(), called once per key and output; without a cache, every time.
+func (cc *cellCache) table(key string, lay func() string) string {
+	if cc == nil {
+		return lay()
+	}
+	cc.mu.Lock()
+	t, ok := cc.tables[key]
+	if !ok {
+		t = &sharedTable{}
+		cc.tables[key] = t
+	}
+	cc.mu.Unlock()
+	t.once.Do(func() { t.text = lay() })
+	return t.text
 }
 
 // cellText is what is known of one cell text.
@@ -58,7 +82,9 @@ type cellText struct {
 	wrapped map[int]*cell
 }
 
-func newCellCache() *cellCache { return &cellCache{m: map[string]*cellText{}} }
+func newCellCache() *cellCache {
+	return &cellCache{m: map[string]*cellText{}, tables: map[string]*sharedTable{}}
+}
 
 func newCellText(raw string) *cellText {
 	t := &cellText{text: Safe(expandTabs(raw))}
