@@ -60,6 +60,8 @@ type explanation struct {
 	results map[string]*envoyrbac.Result
 	// origins are the located fields of the policies (policyOrigin).
 	origins map[policyField]provenance.Origin
+	// notes are the origins' notes of the targetRef that attached a policy (attachedBy).
+	notes map[policyVia]string
 }
 
 // build is the policies attached for one service (nil: the direct chains) and their filters.
@@ -231,7 +233,7 @@ func (e *explanation) newBuild(svc *service) *build {
 		Cache:              e.rbacCache,
 		Origin: func(ap *securityv1.AuthorizationPolicy, field, note string) provenance.Origin {
 			o := e.policyOrigin(ap, field)
-			o.Note = strings.TrimPrefix(note+"; ", "; ") + "attached by " + targetRefText(ap, b.via[ap])
+			o.Note = strings.TrimPrefix(note+"; ", "; ") + e.attachedBy(ap, b.via[ap])
 			return o
 		},
 		MeshOrigin: e.meshOrigin,
@@ -274,6 +276,26 @@ func (e *explanation) policyOrigin(ap *securityv1.AuthorizationPolicy, field str
 		o.Position = &p
 	}
 	return o
+}
+
+// attachedBy is the note of the origins of ap attached by its targetRef i, spelled once per
+// answer (every trace of ap in every build that attaches it has it).
+func (e *explanation) attachedBy(ap *securityv1.AuthorizationPolicy, i int) string {
+	k := policyVia{ap: ap, via: i}
+	s, ok := e.notes[k]
+	if !ok {
+		s = "attached by " + targetRefText(ap, i)
+		if e.notes == nil {
+			e.notes = map[policyVia]string{}
+		}
+		e.notes[k] = s
+	}
+	return s
+}
+
+type policyVia struct {
+	ap  *securityv1.AuthorizationPolicy
+	via int
 }
 
 type policyField struct {
