@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 
 	"github.com/charmbracelet/lipgloss"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
 
 // columnGap is the width between two columns: the cell padding plus the hidden border.
@@ -41,8 +43,17 @@ type cell struct {
 type cellCache struct {
 	mu sync.Mutex
 	m  map[string]*cellText
-	// tables are whole tables laid out, by what they are made of (table).
-	tables map[string]*sharedTable
+	// tables are whole tables laid out, by what they are made of (table), and by the
+	// traces they list (tracesTable).
+	tables   map[string]*sharedTable
+	byTraces map[tracesID]*sharedTable
+}
+
+// tracesID is a slice of traces by where it is: the tables of one output only read the
+// traces, so the same slice has the same table.
+type tracesID struct {
+	first *provenance.FieldTrace
+	n     int
 }
 
 // sharedTable is one table laid out once.
@@ -63,6 +74,28 @@ func (cc *cellCache) table(key string, lay func() string) string {
 		cc.tables[key] = t
 	}
 	cc.mu.Unlock()
+	return t.get(lay)
+}
+
+// tracesTable is lay(), the table of traces (not empty), called once per slice and output:
+// objects that share their traces (the filters of a waypoint's services that share a build)
+// share their table without its rows being built again.
+func (cc *cellCache) tracesTable(traces []provenance.FieldTrace, lay func() string) string {
+	if cc == nil || len(traces) == 0 {
+		return lay()
+	}
+	id := tracesID{first: &traces[0], n: len(traces)}
+	cc.mu.Lock()
+	t, ok := cc.byTraces[id]
+	if !ok {
+		t = &sharedTable{}
+		cc.byTraces[id] = t
+	}
+	cc.mu.Unlock()
+	return t.get(lay)
+}
+
+func (t *sharedTable) get(lay func() string) string {
 	t.once.Do(func() { t.text = lay() })
 	return t.text
 }
@@ -83,7 +116,7 @@ type cellText struct {
 }
 
 func newCellCache() *cellCache {
-	return &cellCache{m: map[string]*cellText{}, tables: map[string]*sharedTable{}}
+	return &cellCache{m: map[string]*cellText{}, tables: map[string]*sharedTable{}, byTraces: map[tracesID]*sharedTable{}}
 }
 
 func newCellText(raw string) *cellText {

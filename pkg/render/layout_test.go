@@ -1,6 +1,7 @@
 package render
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -278,6 +279,43 @@ func TestSharedCellsLayOutTheSame(t *testing.T) {
 	for i := range want {
 		if got[i] != want[i] {
 			t.Fatalf("table %d with shared cells:\n%s\nalone:\n%s", i, got[i], want[i])
+		}
+	}
+}
+
+// Objects that share their traces share their table (tracesTable), and print as objects with
+// copies of the traces print without any sharing, in both table formats.
+func TestObjectsSharingTracesPrintAsCopies(t *testing.T) {
+	base := clusterResult(t)
+	shared, copied := *base, *base
+	shared.Objects, copied.Objects = nil, nil
+	for i := range 4 {
+		for _, o := range base.Objects {
+			o.Name = fmt.Sprintf("%s-%d", o.Name, i)
+			shared.Objects = append(shared.Objects, o)
+			o.Origins = slices.Clone(o.Origins)
+			copied.Objects = append(copied.Objects, o)
+			// As many traces, with other values: another table.
+			if len(o.Origins) > 0 {
+				o.Origins = slices.Clone(o.Origins)
+				for k := range o.Origins {
+					o.Origins[k].Value += " (changed)"
+				}
+				shared.Objects = append(shared.Objects, o)
+				copied.Objects = append(copied.Objects, o)
+			}
+		}
+	}
+	for _, wide := range []bool{false, true} {
+		p := &tablePrinter{opts: noColor, wide: wide}
+		var b strings.Builder
+		if err := p.Print(&b, &shared); err != nil {
+			t.Fatal(err)
+		}
+		// The reference: a theme without a cache shares nothing.
+		want := strings.Join(renderBlocks(p.result(NewTheme(&b, false), &copied)), "\n\n") + "\n"
+		if got := b.String(); got != want {
+			t.Errorf("wide %v: objects sharing their traces print differently:\n%s\nwithout sharing:\n%s", wide, got, want)
 		}
 	}
 }

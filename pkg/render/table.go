@@ -106,7 +106,9 @@ func (p *tablePrinter) result(th Theme, r *explain.Result) []func() string {
 			b := p.objectHeader(th, r, o)
 			shown, defaults := p.shownFields(o.Origins)
 			if len(shown) > 0 {
-				b += "\n" + p.fields(th, shown)
+				// Objects that share their origins (a waypoint's services that share a
+				// build) share their table without building its rows again.
+				b += "\n" + th.cells.tracesTable(o.Origins, func() string { return p.fields(th, shown) })
 			}
 			if defaults > 0 {
 				b += "\n" + wrapCell(fmt.Sprintf("(%s more at Istio's or Envoy's defaults: -o wide or --show-defaults lists them)",
