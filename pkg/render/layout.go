@@ -4,8 +4,12 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/charmbracelet/lipgloss"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
 
 // columnGap is the width between two columns: the cell padding plus the hidden border.
@@ -26,6 +30,115 @@ type cell struct {
 	newlines int
 	// lines is filled by split, on the first wrap that needs it.
 	lines []line
+	// shared, when set, is what the tables of one output know of text (cellCache).
+	shared *cellText
+}
+
+// cellCache shares what laying a table out learns of a cell's text between the tables of one
+// output, which renderBlocks lays out concurrently: the text as laid out, its line index, its
+// line count at each width and its wrapping. Tables repeat rows: those of a waypoint's filters
+// repeat, for every bound service, the rows of each policy attached to the Gateway (at 10,000
+// Services, 19,965 cells of 811 distinct texts), and fitting their columns counts the lines of
+// every cell at every width it tries. A nil cellCache shares nothing.
+type cellCache struct {
+	mu sync.Mutex
+	m  map[string]*cellText
+	// tables are whole tables laid out, by what they are made of (table), and by the
+	// traces they list (tracesTable).
+	tables   map[string]*sharedTable
+	byTraces map[tracesID]*sharedTable
+}
+
+// tracesID is a slice of traces by where it is: the tables of one output only read the
+// traces, so the same slice has the same table.
+type tracesID struct {
+	first *provenance.FieldTrace
+	n     int
+}
+
+// sharedTable is one table laid out once.
+type sharedTable struct {
+	once sync.Once
+	text string
+}
+
+// table is lay(), called once per key and output; without a cache, every time.
+func (cc *cellCache) table(key string, lay func() string) string {
+	if cc == nil {
+		return lay()
+	}
+	cc.mu.Lock()
+	t, ok := cc.tables[key]
+	if !ok {
+		t = &sharedTable{}
+		cc.tables[key] = t
+	}
+	cc.mu.Unlock()
+	return t.get(lay)
+}
+
+// tracesTable is lay(), the table of traces (not empty), called once per slice and output:
+// objects that share their traces (the filters of a waypoint's services that share a build)
+// share their table without its rows being built again.
+func (cc *cellCache) tracesTable(traces []provenance.FieldTrace, lay func() string) string {
+	if cc == nil || len(traces) == 0 {
+		return lay()
+	}
+	id := tracesID{first: &traces[0], n: len(traces)}
+	cc.mu.Lock()
+	t, ok := cc.byTraces[id]
+	if !ok {
+		t = &sharedTable{}
+		cc.byTraces[id] = t
+	}
+	cc.mu.Unlock()
+	return t.get(lay)
+}
+
+func (t *sharedTable) get(lay func() string) string {
+	t.once.Do(func() { t.text = lay() })
+	return t.text
+}
+
+// cellText is what is known of one cell text.
+type cellText struct {
+	// text is the cell text as laid out: tabs as spaces, every other control character of a
+	// value spelled out (Safe); width and newlines are measured on it.
+	text            string
+	width, newlines int
+	once            sync.Once
+	lines           []line
+	// counts[w] is the line count at w columns plus one, 0 until counted.
+	counts []atomic.Int32
+	// wrapped is the text wrapped at each width it was wrapped to.
+	mu      sync.Mutex
+	wrapped map[int]*cell
+}
+
+func newCellCache() *cellCache {
+	return &cellCache{m: map[string]*cellText{}, tables: map[string]*sharedTable{}, byTraces: map[tracesID]*sharedTable{}}
+}
+
+func newCellText(raw string) *cellText {
+	t := &cellText{text: Safe(expandTabs(raw))}
+	t.width, t.newlines = measure(t.text)
+	return t
+}
+
+// get is the entry of the raw text s, made on first use; without a cache, a new one.
+func (cc *cellCache) get(s string) *cellText {
+	if cc == nil {
+		return newCellText(s)
+	}
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	t, ok := cc.m[s]
+	if !ok {
+		t = newCellText(s)
+		t.counts = make([]atomic.Int32, t.width+1)
+		cc.m[s] = t
+	}
+	return t
 }
 
 func newCell(s string) *cell {
@@ -233,23 +346,33 @@ func (l *line) wrap(w int, b *strings.Builder, first *bool) {
 	}
 }
 
-// split indexes the lines of the cell, once.
+// split indexes the lines of the cell, once (once per text, with a shared entry).
 func (c *cell) split() {
 	if c.lines != nil {
 		return
 	}
-	c.lines = make([]line, 0, c.newlines+1)
+	if s := c.shared; s != nil {
+		s.once.Do(func() { s.lines = splitLines(s.text, s.newlines) })
+		c.lines = s.lines
+		return
+	}
+	c.lines = splitLines(c.text, c.newlines)
+}
+
+// splitLines indexes the lines of text, which has newlines newlines.
+func splitLines(text string, newlines int) []line {
+	lines := make([]line, 0, newlines+1)
 	// A line of n runes takes 2(n+1) indexes, and the lines have fewer runes than the text
 	// has bytes, less its newlines.
-	idx := make([]int32, 2*(len(c.text)+1))
-	rest := c.text
+	idx := make([]int32, 2*(len(text)+1))
+	rest := text
 	for {
 		s, after, more := strings.Cut(rest, "\n")
 		var l line
 		l, idx = newLine(s, idx)
-		c.lines = append(c.lines, l)
+		lines = append(lines, l)
 		if !more {
-			return
+			return lines
 		}
 		rest = after
 	}
@@ -260,12 +383,46 @@ func (c *cell) lineCount(w int) int {
 	if c.width <= w {
 		return c.newlines + 1
 	}
+	if s := c.shared; s != nil && w < len(s.counts) {
+		if v := s.counts[w].Load(); v > 0 {
+			return int(v - 1)
+		}
+	}
 	c.split()
 	n := 0
 	for i := range c.lines {
 		n += c.lines[i].pieces(w)
 	}
-	return max(n, 1)
+	n = max(n, 1)
+	if s := c.shared; s != nil && w < len(s.counts) {
+		s.counts[w].Store(int32(n + 1))
+	}
+	return n
+}
+
+// wrapTo wraps the cell to w columns in place, measured again; with a shared entry, each
+// text is wrapped once per width.
+func (c *cell) wrapTo(w int) {
+	s := c.shared
+	var wc *cell
+	if s != nil {
+		s.mu.Lock()
+		wc = s.wrapped[w]
+		s.mu.Unlock()
+	}
+	if wc == nil {
+		wc = newCell(c.wrap(w))
+		if s != nil {
+			s.mu.Lock()
+			if s.wrapped == nil {
+				s.wrapped = map[int]*cell{}
+			}
+			s.wrapped[w] = wc
+			s.mu.Unlock()
+		}
+	}
+	// What was known of the text is not of the wrapped one.
+	c.text, c.width, c.newlines, c.lines, c.shared = wc.text, wc.width, wc.newlines, nil, nil
 }
 
 // wrap is the cell wrapped to w columns: its lines broken into pieces by line.cut, one piece

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -229,6 +230,92 @@ func TestFitColumnsMatchesReference(t *testing.T) {
 		want := referenceFitColumns(headers, rows, width)
 		if !slices.Equal(got, want) {
 			t.Fatalf("fitColumns(%q, width %d) = %v, want %v", rows, width, got, want)
+		}
+	}
+}
+
+// TestSharedCellsLayOutTheSame lays out tables whose rows repeat texts of a small pool, as the
+// filter tables of a waypoint's services do, each alone and all with one cellCache on several
+// goroutines (renderBlocks), in widths that make them wrap, and requires the same tables.
+func TestSharedCellsLayOutTheSame(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	pool := make([]string, 40)
+	for i := range pool {
+		switch i % 3 {
+		case 0:
+			pool[i] = randomText(r, 20+r.IntN(100))
+		case 1:
+			pool[i] = randomASCIIText(r, 10+r.IntN(60))
+		default:
+			pool[i] = randomCellText(r)
+		}
+	}
+	th := NewTheme(&strings.Builder{}, false)
+	shared := th
+	shared.cells = newCellCache()
+	var alone, jobs []func() string
+	for range 60 {
+		headers := []string{"FIELD", "VALUE", "ORIGIN"}
+		rows := make([][]string, 1+r.IntN(20))
+		for i := range rows {
+			rows[i] = make([]string, len(headers))
+			for j := range rows[i] {
+				rows[i][j] = pool[r.IntN(len(pool))]
+			}
+		}
+		width := 30 + r.IntN(120)
+		style := func(int, int) CellStyle { return th.Cell }
+		alone = append(alone, func() string { return th.table(headers, rows, width, style) })
+		jobs = append(jobs, func() string { return shared.table(headers, rows, width, style) })
+	}
+	want := make([]string, len(alone))
+	for i, f := range alone {
+		want[i] = f()
+	}
+	got := renderBlocks(jobs)
+	if len(shared.cells.m) >= len(pool)+1 {
+		t.Fatalf("the cache holds %d texts of a pool of %d", len(shared.cells.m), len(pool))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("table %d with shared cells:\n%s\nalone:\n%s", i, got[i], want[i])
+		}
+	}
+}
+
+// Objects that share their traces share their table (tracesTable), and print as objects with
+// copies of the traces print without any sharing, in both table formats.
+func TestObjectsSharingTracesPrintAsCopies(t *testing.T) {
+	base := clusterResult(t)
+	shared, copied := *base, *base
+	shared.Objects, copied.Objects = nil, nil
+	for i := range 4 {
+		for _, o := range base.Objects {
+			o.Name = fmt.Sprintf("%s-%d", o.Name, i)
+			shared.Objects = append(shared.Objects, o)
+			o.Origins = slices.Clone(o.Origins)
+			copied.Objects = append(copied.Objects, o)
+			// As many traces, with other values: another table.
+			if len(o.Origins) > 0 {
+				o.Origins = slices.Clone(o.Origins)
+				for k := range o.Origins {
+					o.Origins[k].Value += " (changed)"
+				}
+				shared.Objects = append(shared.Objects, o)
+				copied.Objects = append(copied.Objects, o)
+			}
+		}
+	}
+	for _, wide := range []bool{false, true} {
+		p := &tablePrinter{opts: noColor, wide: wide}
+		var b strings.Builder
+		if err := p.Print(&b, &shared); err != nil {
+			t.Fatal(err)
+		}
+		// The reference: a theme without a cache shares nothing.
+		want := strings.Join(renderBlocks(p.result(NewTheme(&b, false), &copied)), "\n\n") + "\n"
+		if got := b.String(); got != want {
+			t.Errorf("wide %v: objects sharing their traces print differently:\n%s\nwithout sharing:\n%s", wide, got, want)
 		}
 	}
 }

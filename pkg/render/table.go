@@ -29,6 +29,8 @@ func (p *tablePrinter) Print(w io.Writer, r *explain.Result) error {
 
 func (p *tablePrinter) PrintList(w io.Writer, rs []*explain.Result) error {
 	th := NewTheme(w, p.opts.ColorOn())
+	// The tables of the output share the wrapping of their texts.
+	th.cells = newCellCache()
 	var jobs []func() string
 	for _, r := range rs {
 		if r == nil {
@@ -104,7 +106,9 @@ func (p *tablePrinter) result(th Theme, r *explain.Result) []func() string {
 			b := p.objectHeader(th, r, o)
 			shown, defaults := p.shownFields(o.Origins)
 			if len(shown) > 0 {
-				b += "\n" + p.fields(th, shown)
+				// Objects that share their origins (a waypoint's services that share a
+				// build) share their table without building its rows again.
+				b += "\n" + th.cells.tracesTable(o.Origins, func() string { return p.fields(th, shown) })
 			}
 			if defaults > 0 {
 				b += "\n" + wrapCell(fmt.Sprintf("(%s more at Istio's or Envoy's defaults: -o wide or --show-defaults lists them)",
@@ -270,6 +274,31 @@ func (p *tablePrinter) fields(th Theme, traces []provenance.FieldTrace) string {
 			rows = append(rows, row)
 		}
 	}
+	// The filters of a waypoint's services repeat whole tables (at 10,000 Services, 142
+	// filter objects hold 62 distinct lists of fields): each is laid out once per output.
+	return th.cells.table(fieldTableKey(rows, infos), func() string { return p.fieldTable(th, headers, rows, infos) })
+}
+
+// fieldTableKey is what a field table is made of: its cells, and what styles each row.
+func fieldTableKey(rows [][]string, infos []rowInfo) string {
+	var b []byte
+	for i, row := range rows {
+		info := infos[i]
+		b = append(b, byte(info.trace.Origin.Layer))
+		b = strconv.AppendBool(b, info.blank)
+		b = strconv.AppendBool(b, info.trace.NotSent)
+		for _, c := range row {
+			b = strconv.AppendInt(b, int64(len(c)), 10)
+			b = append(b, ':')
+			b = append(b, c...)
+		}
+		b = append(b, '\n')
+	}
+	return string(b)
+}
+
+// fieldTable lays out a field table's rows.
+func (p *tablePrinter) fieldTable(th Theme, headers []string, rows [][]string, infos []rowInfo) string {
 	return th.table(headers, rows, p.opts.width(), func(row, col int) CellStyle {
 		info := infos[row]
 		if info.blank {
@@ -420,17 +449,7 @@ func (p *tablePrinter) diagnostics(th Theme, ds []explain.Diagnostic) string {
 // table renders a borderless table no wider than width: cells are wrapped to the widths
 // fitColumns picks and laid out by layoutTable.
 func (th Theme) table(headers []string, rows [][]string, width int, style func(row, col int) CellStyle) string {
-	cells := measureCells(rows)
-	for _, row := range cells {
-		for _, c := range row {
-			// Tabs are laid out as spaces; every other control character of a value is
-			// spelled out (Safe).
-			if t := Safe(expandTabs(c.text)); t != c.text {
-				c.text = t
-				c.width, c.newlines = measure(t)
-			}
-		}
-	}
+	cells := th.tableCells(rows)
 	widths := fitColumns(headers, cells, width)
 	if hs := measureCells([][]string{headers}); len(hs) == 1 {
 		headers = slices.Clone(headers)
@@ -443,10 +462,25 @@ func (th Theme) table(headers []string, rows [][]string, width int, style func(r
 	for _, row := range cells {
 		for j, c := range row {
 			if j < len(widths) && c.width > widths[j] {
-				c.text = c.wrap(widths[j])
-				c.width, c.newlines = measure(c.text)
+				c.wrapTo(widths[j])
 			}
 		}
 	}
 	return layoutTable(th.Header, headers, cells, style)
+}
+
+// tableCells are the cells of rows measured as they are laid out (cellText); with th.cells,
+// each distinct text is prepared once for all the tables of the output.
+func (th Theme) tableCells(rows [][]string) [][]*cell {
+	out := make([][]*cell, len(rows))
+	for i, row := range rows {
+		cells := make([]cell, len(row))
+		out[i] = make([]*cell, len(row))
+		for j, s := range row {
+			t := th.cells.get(s)
+			cells[j] = cell{text: t.text, width: t.width, newlines: t.newlines, shared: t}
+			out[i][j] = &cells[j]
+		}
+	}
+	return out
 }

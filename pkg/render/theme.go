@@ -41,6 +41,9 @@ type Theme struct {
 
 	origin   map[provenance.Layer]CellStyle
 	severity map[explain.Severity]CellStyle
+	// cells, when set, shares the wrapping of cell texts between the tables laid out with
+	// this theme (cellCache).
+	cells *cellCache
 }
 
 // cellPadding is the gap between table columns, on top of the one-space column separator.

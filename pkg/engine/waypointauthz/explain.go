@@ -55,8 +55,13 @@ type explanation struct {
 	policies map[string][]*securityv1.AuthorizationPolicy
 	// rbacCache is shared by the builds: each rule attached to several is translated once.
 	rbacCache *envoyrbac.Cache
+	// results are the filters built, by the policies and targetRefs that attached them
+	// (buildKey).
+	results map[string]*envoyrbac.Result
 	// origins are the located fields of the policies (policyOrigin).
 	origins map[policyField]provenance.Origin
+	// notes are the origins' notes of the targetRef that attached a policy (attachedBy).
+	notes map[policyVia]string
 }
 
 // build is the policies attached for one service (nil: the direct chains) and their filters.
@@ -210,6 +215,14 @@ func (e *explanation) newBuild(svc *service) *build {
 			}
 		}
 	}
+	// A build depends only on its policies and on the targetRef that attached each (the
+	// origins' notes name it): services with the same, such as those with no policy of their
+	// own, share one.
+	key := buildKey(b)
+	if r, ok := e.results[key]; ok {
+		b.rbac = r
+		return b
+	}
 	b.rbac = envoyrbac.Build(envoyrbac.Input{
 		Policies:           b.policies,
 		TrustDomain:        e.snap.MeshConfig.GetTrustDomain(),
@@ -220,12 +233,26 @@ func (e *explanation) newBuild(svc *service) *build {
 		Cache:              e.rbacCache,
 		Origin: func(ap *securityv1.AuthorizationPolicy, field, note string) provenance.Origin {
 			o := e.policyOrigin(ap, field)
-			o.Note = strings.TrimPrefix(note+"; ", "; ") + "attached by " + targetRefText(ap, b.via[ap])
+			o.Note = strings.TrimPrefix(note+"; ", "; ") + e.attachedBy(ap, b.via[ap])
 			return o
 		},
 		MeshOrigin: e.meshOrigin,
 	})
+	if e.results == nil {
+		e.results = map[string]*envoyrbac.Result{}
+	}
+	e.results[key] = b.rbac
 	return b
+}
+
+// buildKey names the inputs of b's filters: each policy, in order, with the index of the
+// targetRef that attached it.
+func buildKey(b *build) string {
+	var k strings.Builder
+	for _, ap := range b.policies {
+		k.WriteString(ap.Namespace + "/" + ap.Name + "#" + strconv.Itoa(b.via[ap]) + "\x00")
+	}
+	return k.String()
 }
 
 // policyOrigin is the origin of a field of ap, located once per answer (every build that
@@ -249,6 +276,26 @@ func (e *explanation) policyOrigin(ap *securityv1.AuthorizationPolicy, field str
 		o.Position = &p
 	}
 	return o
+}
+
+// attachedBy is the note of the origins of ap attached by its targetRef i, spelled once per
+// answer (every trace of ap in every build that attaches it has it).
+func (e *explanation) attachedBy(ap *securityv1.AuthorizationPolicy, i int) string {
+	k := policyVia{ap: ap, via: i}
+	s, ok := e.notes[k]
+	if !ok {
+		s = "attached by " + targetRefText(ap, i)
+		if e.notes == nil {
+			e.notes = map[policyVia]string{}
+		}
+		e.notes[k] = s
+	}
+	return s
+}
+
+type policyVia struct {
+	ap  *securityv1.AuthorizationPolicy
+	via int
 }
 
 type policyField struct {
@@ -359,7 +406,13 @@ func (b *build) name() string {
 // addObjects adds one object per chain (what -o envoy prints, in istiod's order) and one per
 // distinct authorization filter, with the origin of every permission and principal.
 func (e *explanation) addObjects() {
-	names := map[*listenerv3.Filter]string{}
+	// names are the filter objects' names by build: builds with the same inputs share their
+	// filters (newBuild), and each chain names the object of its own build.
+	type buildFilter struct {
+		b *build
+		f *listenerv3.Filter
+	}
+	names := map[buildFilter]string{}
 	var filterObjs []explain.Object
 	for _, b := range append(append([]*build{}, e.builds...), e.direct) {
 		for _, group := range []struct {
@@ -376,7 +429,7 @@ func (e *explanation) addObjects() {
 					name += " " + f.Provider
 				}
 				name += ")"
-				names[f.Filter] = name
+				names[buildFilter{b, f.Filter}] = name
 				o := explain.Object{Kind: string(f.Config.ProtoReflect().Descriptor().FullName()), Name: name, Origins: f.Traces,
 					Summary: []explain.Summary{{Name: "filter", Value: f.Filter.Name}, {Name: "action", Value: f.Action}}}
 				if f.Provider != "" {
@@ -417,7 +470,7 @@ func (e *explanation) addObjects() {
 		for i, f := range c.filters() {
 			fc.Filters = append(fc.Filters, f.Filter)
 			o.Origins = append(o.Origins, provenance.FieldTrace{Path: fmt.Sprintf("filters[%d]", i), Value: f.Filter.Name + " (" + f.Action + ")",
-				Origin: provenance.Origin{Layer: provenance.LayerAuthorizationPolicy, Note: "every permission and principal: object " + names[f.Filter]}})
+				Origin: provenance.Origin{Layer: provenance.LayerAuthorizationPolicy, Note: "every permission and principal: object " + names[buildFilter{c.b, f.Filter}]}})
 		}
 		if len(fc.Filters) == 0 {
 			o.Summary = append(o.Summary, explain.Summary{Name: "authorization", Value: "none: no policy is attached"})

@@ -10,11 +10,12 @@ import (
 
 	"github.com/mesh-explain/kubectl-mesh-explain/internal/testkit"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/source"
 )
 
-// explainScenario explains the waypoint of a scenario folder (its args name it).
-func explainScenario(t *testing.T, name string) *explain.Result {
+// loadQueried loads a scenario folder with the waypoint its args name.
+func loadQueried(t *testing.T, name string) (*model.Snapshot, Query) {
 	t.Helper()
 	dir := filepath.Join(testkit.RepoRoot(t), "testdata", "scenarios", "waypoint", name)
 	a, err := testkit.ReadArgs(dir)
@@ -44,6 +45,13 @@ func explainScenario(t *testing.T, name string) *explain.Result {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return snap, q
+}
+
+// explainScenario explains the waypoint of a scenario folder (its args name it).
+func explainScenario(t *testing.T, name string) *explain.Result {
+	t.Helper()
+	snap, q := loadQueried(t, name)
 	res, err := Explain(snap, q)
 	if err != nil {
 		t.Fatal(err)
@@ -218,4 +226,53 @@ func TestPodSection(t *testing.T) {
 		return
 	}
 	t.Fatal("no pod reviews-v1")
+}
+
+// Builds with the same policies, attached by the same targetRefs, share their filters, and
+// only those; each chain still names the filter objects of its own service (or "direct").
+func TestBuildsWithTheSameInputsShareTheirFilters(t *testing.T) {
+	dirs, err := os.ReadDir(filepath.Join(testkit.RepoRoot(t), "testdata", "scenarios", "waypoint"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := 0
+	for _, d := range dirs {
+		r := explainScenario(t, d.Name())
+		for _, o := range r.Objects {
+			if o.Kind != ChainKind {
+				continue
+			}
+			build := "direct"
+			if _, rest, ok := strings.Cut(o.Name, "|"); ok {
+				_, rest, _ = strings.Cut(rest, "|")
+				_, build, _ = strings.Cut(rest, "|")
+			}
+			for _, tr := range o.Origins {
+				if _, obj, ok := strings.Cut(tr.Origin.Note, "every permission and principal: object "); ok && !strings.HasPrefix(obj, build+" ") {
+					t.Errorf("%s: chain %s names the filter object %q", d.Name(), o.Name, obj)
+				}
+			}
+		}
+		snap, q := loadQueried(t, d.Name())
+		gw, err := Find(snap, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := newExplanation(snap, gw)
+		builds := append(slices.Clone(e.builds), e.direct)
+		for i, a := range builds {
+			for _, b := range builds[i+1:] {
+				same := buildKey(a) == buildKey(b)
+				if same != (a.rbac == b.rbac) {
+					t.Errorf("%s: builds %s and %s: same inputs %v, shared filters %v", d.Name(), a.name(), b.name(), same, a.rbac == b.rbac)
+				}
+				if same {
+					shared++
+				}
+			}
+		}
+	}
+	if shared == 0 {
+		t.Fatal("no scenario has two builds with the same inputs")
+	}
 }
