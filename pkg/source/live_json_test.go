@@ -156,7 +156,7 @@ func TestPageJSONDecodesAsEncodingJSON(t *testing.T) {
 	g := &randomJSON{r: rand.New(rand.NewPCG(1, 2))}
 	for round := range 300 {
 		vsPage := g.page(1+g.r.IntN(4), g.virtualService)
-		var want, got rawPage[liveEnvelope[lightVirtualService]]
+		var want, got rawPage[liveEnvelope[json.RawMessage]]
 		if err := json.Unmarshal(vsPage, &want); err != nil {
 			t.Fatalf("round %d: encoding/json: %v\n%s", round, err, vsPage)
 		}
@@ -167,7 +167,7 @@ func TestPageJSONDecodesAsEncodingJSON(t *testing.T) {
 			t.Fatalf("round %d: pageJSON decoded\n%+v\nencoding/json\n%+v\nfrom %s", round, got, want, vsPage)
 		}
 		// fetchPage decodes as it reads, through a buffer it overwrites: one byte at a time here.
-		var streamed rawPage[liveEnvelope[lightVirtualService]]
+		var streamed rawPage[liveEnvelope[json.RawMessage]]
 		if err := decodePage(iotest.OneByteReader(bytes.NewReader(vsPage)), &streamed); err != nil || !reflect.DeepEqual(streamed, want) {
 			t.Fatalf("round %d: decodePage (%v) decoded\n%+v\nencoding/json\n%+v", round, err, streamed, want)
 		}

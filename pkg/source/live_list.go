@@ -82,7 +82,7 @@ func (c *clients) istioRESTAt(apiVersion string) rest.Interface {
 }
 
 // rawPage is one page of a list, read in one pass, each item read into I: a liveEnvelope
-// (metadata decoded, the spec undecoded JSON or a VirtualService's lightVirtualService), or the
+// (metadata decoded, the spec undecoded JSON), or the
 // item's undecoded JSON.
 type rawPage[I any] struct {
 	Metadata struct {
@@ -173,8 +173,6 @@ func listRaw(ctx context.Context, rc rest.Interface, ki *kindInfo, ns, selector 
 		return listPages(ctx, rc, ki, ns, selector, func(ki *kindInfo, item *json.RawMessage) (object, error) {
 			return decodeNeededVirtualService(ki, *item, vsNeeded)
 		})
-	case ki.kind == KindVirtualService:
-		return listPages(ctx, rc, ki, ns, selector, decodeVirtualService)
 	case ki.kind == KindDestinationRule && ruleInFull != nil:
 		return listPages(ctx, rc, ki, ns, selector, func(ki *kindInfo, env *liveEnvelope[json.RawMessage]) (object, error) {
 			return decodeDestinationRule(ki, env, ruleInFull)
