@@ -77,18 +77,7 @@ func TestWebhookAgreesWithIstio(t *testing.T) {
 				if len(want) > 0 {
 					rejectedObjects++
 				}
-				var got []string
-				for _, p := range ps {
-					got = append(got, p.Webhook)
-					if err := fieldExists(cfg, p.Field); err != nil {
-						t.Errorf("%s %s/%s: %q is reported on %s: %v", cfg.GroupVersionKind.Kind, cfg.Namespace, cfg.Name, p.Webhook, p.Field, err)
-					}
-				}
-				slices.Sort(got)
-				slices.Sort(want)
-				if !slices.Equal(got, want) {
-					t.Errorf("%s %s/%s:\n Istio's validation: %q\n pkg/webhook:        %q", cfg.GroupVersionKind.Kind, cfg.Namespace, cfg.Name, want, got)
-				}
+				compareErrors(t, cfg, ps, want)
 				istioAll = append(istioAll, want...)
 			}
 			rejected += len(istioAll)
@@ -136,18 +125,7 @@ func TestWebhookCasesAgreeWithIstio(t *testing.T) {
 		if len(want) == 0 {
 			t.Errorf("%s %s/%s: Istio's validation accepts it; a case object must be rejected", cfg.GroupVersionKind.Kind, cfg.Namespace, cfg.Name)
 		}
-		var got []string
-		for _, p := range ps {
-			got = append(got, p.Webhook)
-			if err := fieldExists(cfg, p.Field); err != nil {
-				t.Errorf("%s %s/%s: %q is reported on %s: %v", cfg.GroupVersionKind.Kind, cfg.Namespace, cfg.Name, p.Webhook, p.Field, err)
-			}
-		}
-		slices.Sort(got)
-		slices.Sort(want)
-		if !slices.Equal(got, want) {
-			t.Errorf("%s %s/%s:\n Istio's validation: %q\n pkg/webhook:        %q", cfg.GroupVersionKind.Kind, cfg.Namespace, cfg.Name, want, got)
-		}
+		compareErrors(t, cfg, ps, want)
 		n++
 	}
 	t.Logf("%d case objects compared", n)
@@ -170,6 +148,24 @@ func answerDiagnostics(dir, command string) ([]string, error) {
 
 // fieldExists checks that path (`spec.a.b[2].c`, `spec.m[key]` for a map, or
 // `metadata.annotations[key]`) names a value of the object written as JSON, or, for the last segment, a field missing from an object that exists.
+// compareErrors requires pkg/webhook's problems ps with cfg to be Istio's validation errors
+// want, in any order, each reported on a field cfg has.
+func compareErrors(t *testing.T, cfg config.Config, ps []webhook.Problem, want []string) {
+	t.Helper()
+	var got []string
+	for _, p := range ps {
+		got = append(got, p.Webhook)
+		if err := fieldExists(cfg, p.Field); err != nil {
+			t.Errorf("%s %s/%s: %q is reported on %s: %v", cfg.GroupVersionKind.Kind, cfg.Namespace, cfg.Name, p.Webhook, p.Field, err)
+		}
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("%s %s/%s:\n Istio's validation: %q\n pkg/webhook:        %q", cfg.GroupVersionKind.Kind, cfg.Namespace, cfg.Name, want, got)
+	}
+}
+
 func fieldExists(cfg config.Config, path string) error {
 	var v any
 	rest, ok := strings.CutPrefix(path, "spec")

@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	gen "github.com/mesh-explain/kubectl-mesh-explain/internal/testkit/meshgen"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
@@ -18,13 +17,7 @@ import (
 // and without the answers shared by plain namespaces (groupPlan), and requires the same
 // findings, and that answers were shared.
 func TestGroupsShareAnswers(t *testing.T) {
-	sizes := gen.Scaled(0.01) // 100 Services, 200 Pods, 50 DestinationRules
-	sizes.Namespaces = 10
-	sizes.Waypoints = gen.AmbientNamespaces(sizes.Namespaces)
-	snap, _, err := gen.LoadSnapshot(gen.Config{Seed: 3, Sizes: sizes})
-	if err != nil {
-		t.Fatal(err)
-	}
+	snap := smallBenchMesh(t)
 	ix := index.Build(snap)
 	classes := Classes(snap, Clients(snap, nil))
 	grouping := planGroups(snap, ix)
@@ -78,13 +71,7 @@ func TestNamesNamespace(t *testing.T) {
 // answer of the first one explained, and that the occurrences are those of every pod's own
 // answer.
 func TestReplicasShareAnswers(t *testing.T) {
-	sizes := gen.Scaled(0.01)
-	sizes.Namespaces = 10
-	sizes.Waypoints = gen.AmbientNamespaces(sizes.Namespaces)
-	snap, _, err := gen.LoadSnapshot(gen.Config{Seed: 3, Sizes: sizes})
-	if err != nil {
-		t.Fatal(err)
-	}
+	snap := smallBenchMesh(t)
 	// The generator's two pods of a ReplicaSet differ (version, image): give every pod a
 	// replica, on another node at another address.
 	var pods []*corev1.Pod

@@ -4,7 +4,6 @@ import (
 	"reflect"
 	"testing"
 
-	gen "github.com/mesh-explain/kubectl-mesh-explain/internal/testkit/meshgen"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/envoycluster"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
 )
@@ -13,13 +12,7 @@ import (
 // mesh, and of its workloads, in batch order and in reverse order, with some findings silenced
 // by --ignore and some by an annotation: the findings must be the same.
 func TestMergerTakesBatchesInAnyOrder(t *testing.T) {
-	sizes := gen.Scaled(0.01)
-	sizes.Namespaces = 10
-	sizes.Waypoints = gen.AmbientNamespaces(sizes.Namespaces)
-	snap, _, err := gen.LoadSnapshot(gen.Config{Seed: 3, Sizes: sizes})
-	if err != nil {
-		t.Fatal(err)
-	}
+	snap := smallBenchMesh(t)
 	// Silence D2 on one Service (an annotation on the subject of the answers), and D6 everywhere.
 	svc := snap.Services[0]
 	if svc.Annotations == nil {

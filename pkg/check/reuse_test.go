@@ -8,19 +8,14 @@ import (
 
 	gen "github.com/mesh-explain/kubectl-mesh-explain/internal/testkit/meshgen"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 )
 
 // TestReuseFindsTheSame explains every host for every class on the generated bench mesh with
 // and without taking the namespace default's answers, and requires the same findings; the
 // mesh has pods that workloadSelector DestinationRules set apart, so some classes take them.
 func TestReuseFindsTheSame(t *testing.T) {
-	sizes := gen.Scaled(0.01) // 100 Services, 200 Pods, 50 DestinationRules
-	sizes.Namespaces = 10
-	sizes.Waypoints = gen.AmbientNamespaces(sizes.Namespaces)
-	snap, _, err := gen.LoadSnapshot(gen.Config{Seed: 3, Sizes: sizes})
-	if err != nil {
-		t.Fatal(err)
-	}
+	snap := smallBenchMesh(t)
 	ix := index.Build(snap)
 	classes := Classes(snap, Clients(snap, nil))
 	plan := planReuse(snap, classes)
@@ -94,4 +89,18 @@ func podNamespace(c string) (string, bool) {
 	}
 	ns, _, ok := strings.Cut(rest, "/")
 	return ns, ok
+}
+
+// smallBenchMesh is the generated bench mesh at 100 Services over 10 namespaces (200 Pods, 50
+// DestinationRules, waypoints in its ambient namespaces), loaded from files.
+func smallBenchMesh(t *testing.T) *model.Snapshot {
+	t.Helper()
+	sizes := gen.Scaled(0.01)
+	sizes.Namespaces = 10
+	sizes.Waypoints = gen.AmbientNamespaces(sizes.Namespaces)
+	snap, _, err := gen.LoadSnapshot(gen.Config{Seed: 3, Sizes: sizes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap
 }

@@ -127,20 +127,7 @@ func VirtualService(m Meta, spec *networking.VirtualService) []Problem {
 				l.add(ma, "tcp match may not be nil", vsAsWritten)
 				continue
 			}
-			for k, s := range mt.GetDestinationSubnets() {
-				if msg := ipSubnet(s); msg != "" {
-					l.add(fmt.Sprintf("%s.destinationSubnets[%d]", ma, k), msg, vsAsWritten)
-				}
-			}
-			if mt.Port != 0 {
-				if msg := portNumber(int(mt.Port)); msg != "" {
-					l.add(ma+".port", msg, vsAsWritten)
-				}
-			}
-			for _, msg := range labelErrors(mt.GetSourceLabels()) {
-				l.add(ma+".sourceLabels", msg, selectorMatchesNothing)
-			}
-			l.gatewayNames(ma+".gateways", mt.GetGateways(), false)
+			l.l4Match(ma, mt.GetDestinationSubnets(), mt.Port, mt.GetSourceLabels(), mt.GetGateways())
 		}
 		if len(t.GetRoute()) == 0 {
 			l.add(at+".route", "TCP route is required", "istiod builds no TCP route from the entry")
@@ -578,20 +565,7 @@ func (l *list) tlsRoute(at string, t *networking.TLSRoute, vs *networking.Virtua
 				l.add(f, fmt.Sprintf("SNI host %q is not a compatible subset of any of the virtual service hosts: [%s]", sni, strings.Join(vs.GetHosts(), ", ")), vsAsWritten)
 			}
 		}
-		for k, s := range m.GetDestinationSubnets() {
-			if msg := ipSubnet(s); msg != "" {
-				l.add(fmt.Sprintf("%s.destinationSubnets[%d]", ma, k), msg, vsAsWritten)
-			}
-		}
-		if m.Port != 0 {
-			if msg := portNumber(int(m.Port)); msg != "" {
-				l.add(ma+".port", msg, vsAsWritten)
-			}
-		}
-		for _, msg := range labelErrors(m.GetSourceLabels()) {
-			l.add(ma+".sourceLabels", msg, selectorMatchesNothing)
-		}
-		l.gatewayNames(ma+".gateways", m.GetGateways(), false)
+		l.l4Match(ma, m.GetDestinationSubnets(), m.Port, m.GetSourceLabels(), m.GetGateways())
 	}
 	if len(t.GetRoute()) == 0 {
 		l.add(at+".route", "TLS route is required", "istiod builds no TLS route from the entry")
@@ -611,4 +585,23 @@ func hostSubsetOf(n, o string) bool {
 		return strings.HasSuffix(n, o[1:])
 	}
 	return n == o
+}
+
+// l4Match checks the fields a TCP match and a TLS match share (validateTCPMatch and
+// validateTLSMatch): destination subnets, port, source labels and gateways; ma is the match.
+func (l *list) l4Match(ma string, subnets []string, port uint32, sourceLabels map[string]string, gateways []string) {
+	for k, s := range subnets {
+		if msg := ipSubnet(s); msg != "" {
+			l.add(fmt.Sprintf("%s.destinationSubnets[%d]", ma, k), msg, vsAsWritten)
+		}
+	}
+	if port != 0 {
+		if msg := portNumber(int(port)); msg != "" {
+			l.add(ma+".port", msg, vsAsWritten)
+		}
+	}
+	for _, msg := range labelErrors(sourceLabels) {
+		l.add(ma+".sourceLabels", msg, selectorMatchesNothing)
+	}
+	l.gatewayNames(ma+".gateways", gateways, false)
 }
