@@ -23,14 +23,19 @@ import (
 func readsByKind(reads []source.Read) map[string]string {
 	out := map[string]string{}
 	for _, r := range reads {
+		var s string
 		switch {
 		case r.Namespaces == nil:
-			out[r.Kind] = "*"
+			s = "*"
 		case r.Names != nil:
-			out[r.Kind] = strings.Join(r.Namespaces, ",") + ":" + strings.Join(r.Names, ",")
+			s = strings.Join(r.Namespaces, ",") + ":" + strings.Join(r.Names, ",")
 		default:
-			out[r.Kind] = strings.Join(r.Namespaces, ",")
+			s = strings.Join(r.Namespaces, ",")
 		}
+		if prev, ok := out[r.Kind]; ok {
+			s = prev + "+" + s
+		}
+		out[r.Kind] = s
 	}
 	return out
 }
@@ -63,7 +68,7 @@ func TestClusterReadPlan(t *testing.T) {
 			want: []map[string]string{{
 				"DestinationRule": "bookinfo,frontend,istio-system", "Sidecar": "bookinfo,frontend,istio-system",
 				"PeerAuthentication": "bookinfo,frontend,istio-system", "EnvoyFilter": "frontend,istio-system",
-				"Namespace": "bookinfo,frontend,istio-system", "Service": "bookinfo,frontend", "Pod": "bookinfo,frontend",
+				"Namespace": "bookinfo,frontend,istio-system", "Service": "bookinfo:reviews+frontend", "Pod": "bookinfo,frontend",
 				"ServiceEntry": "*", "WorkloadEntry": "*", "VirtualService": "*",
 			}},
 			wantQuery: envoycluster.Query{Host: "reviews.bookinfo.svc.cluster.local", Namespace: "frontend", Port: 9080, Subset: "v1",
@@ -75,7 +80,7 @@ func TestClusterReadPlan(t *testing.T) {
 			want: []map[string]string{{
 				"DestinationRule": "bookinfo,frontend,istio-system", "Sidecar": "bookinfo,frontend,istio-system",
 				"PeerAuthentication": "bookinfo,frontend,istio-system", "EnvoyFilter": "frontend,istio-system",
-				"Namespace": "bookinfo,frontend,istio-system", "Service": "bookinfo", "Pod": "bookinfo",
+				"Namespace": "bookinfo,frontend,istio-system", "Service": "bookinfo:reviews", "Pod": "bookinfo",
 				"ServiceEntry": "*", "WorkloadEntry": "*", "VirtualService": "*",
 			}},
 			wantQuery: envoycluster.Query{Host: "reviews.bookinfo", Namespace: "default", Port: 9080,
@@ -99,10 +104,10 @@ func TestClusterReadPlan(t *testing.T) {
 			snaps: []*model.Snapshot{meshWithRoot("mesh-root")},
 			want: []map[string]string{
 				{"DestinationRule": "bookinfo,istio-system", "Sidecar": "bookinfo,istio-system", "PeerAuthentication": "bookinfo,istio-system",
-					"EnvoyFilter": "bookinfo,istio-system", "Namespace": "bookinfo,istio-system", "Service": "bookinfo", "Pod": "bookinfo",
+					"EnvoyFilter": "bookinfo,istio-system", "Namespace": "bookinfo,istio-system", "Service": "bookinfo:reviews", "Pod": "bookinfo",
 					"ServiceEntry": "*", "WorkloadEntry": "*", "VirtualService": "*"},
 				{"DestinationRule": "bookinfo,mesh-root", "Sidecar": "bookinfo,mesh-root", "PeerAuthentication": "bookinfo,mesh-root",
-					"EnvoyFilter": "bookinfo,mesh-root", "Namespace": "bookinfo,mesh-root", "Service": "bookinfo", "Pod": "bookinfo",
+					"EnvoyFilter": "bookinfo,mesh-root", "Namespace": "bookinfo,mesh-root", "Service": "bookinfo:reviews", "Pod": "bookinfo",
 					"ServiceEntry": "*", "WorkloadEntry": "*", "VirtualService": "*"},
 			},
 			wantQuery: envoycluster.Query{Host: "reviews", Namespace: "bookinfo", From: envoycluster.ProxyRef{Namespace: "bookinfo"}},
@@ -113,11 +118,11 @@ func TestClusterReadPlan(t *testing.T) {
 			snaps: []*model.Snapshot{{MeshConfig: nil}},
 			want: []map[string]string{
 				{"DestinationRule": "bookinfo,istio-control", "Sidecar": "bookinfo,istio-control", "PeerAuthentication": "bookinfo,istio-control",
-					"EnvoyFilter": "bookinfo,istio-control", "Namespace": "bookinfo,istio-control", "Service": "bookinfo", "Pod": "bookinfo",
+					"EnvoyFilter": "bookinfo,istio-control", "Namespace": "bookinfo,istio-control", "Service": "bookinfo:reviews", "Pod": "bookinfo",
 					"ServiceEntry": "*", "WorkloadEntry": "*", "VirtualService": "*"},
 				// The snapshot says the root is istio-system (the MeshConfig default).
 				{"DestinationRule": "bookinfo,istio-system", "Sidecar": "bookinfo,istio-system", "PeerAuthentication": "bookinfo,istio-system",
-					"EnvoyFilter": "bookinfo,istio-system", "Namespace": "bookinfo,istio-system", "Service": "bookinfo", "Pod": "bookinfo",
+					"EnvoyFilter": "bookinfo,istio-system", "Namespace": "bookinfo,istio-system", "Service": "bookinfo:reviews", "Pod": "bookinfo",
 					"ServiceEntry": "*", "WorkloadEntry": "*", "VirtualService": "*"},
 			},
 			wantQuery: envoycluster.Query{Host: "reviews", Namespace: "bookinfo", From: envoycluster.ProxyRef{Namespace: "bookinfo"}},
@@ -205,7 +210,7 @@ func TestClusterNotFoundRereadsEveryService(t *testing.T) {
 				t.Fatalf("exit code %d, want %d:\n%s", r.code, ExitError, r)
 			}
 			checkSpecs(t, f.specs, mode)
-			if len(f.specs) != 2 || readsByKind(f.specs[0].Reads)["Service"] != "bookinfo" || readsByKind(f.specs[1].Reads)["Service"] != "*" {
+			if len(f.specs) != 2 || readsByKind(f.specs[0].Reads)["Service"] != "bookinfo:reviewz" || readsByKind(f.specs[1].Reads)["Service"] != "*" {
 				t.Fatalf("want a minimal read, then every Service; got %d loads: %+v", len(f.specs), f.specs)
 			}
 			if want := "error: host \"reviewz\" not found (did you mean reviews.bookinfo.svc.cluster.local?)\n"; r.stderr != want {

@@ -69,26 +69,48 @@ func (c *Cluster) Reads() []source.Read {
 	p, client := c.p, c.q.ClientNamespace
 	lookup := namespaces(append([]string{client, p.root}, p.serviceNamespaces...)...)
 	workloads := namespaces(append([]string{p.podNamespace}, p.serviceNamespaces...)...)
-	services := workloads
+	services := []source.Read{{Kind: source.KindService, Namespaces: workloads}}
+	if name, ns := c.serviceName(); name != "" && ns != p.podNamespace {
+		// Of the Services of the host's namespace the answer needs the host's own: it is got
+		// by name, not listed (the client pod's namespace is listed: the pod's own Services
+		// count).
+		others := slices.DeleteFunc(slices.Clone(p.serviceNamespaces), func(n string) bool { return n == ns })
+		services = []source.Read{{Kind: source.KindService, Namespaces: []string{ns}, Names: []string{name}}}
+		if listed := namespaces(append(others, p.podNamespace)...); len(listed) > 0 {
+			services = append(services, source.Read{Kind: source.KindService, Namespaces: listed})
+		}
+	}
 	if p.allServices {
-		services = nil
+		services = []source.Read{{Kind: source.KindService}}
 	}
 	drs := lookup
 	if p.allDestinationRules {
 		drs = nil
 	}
-	return []source.Read{
+	reads := []source.Read{
 		{Kind: source.KindDestinationRule, Namespaces: drs},
 		{Kind: source.KindSidecar, Namespaces: lookup},
 		{Kind: source.KindPeerAuthentication, Namespaces: lookup},
 		{Kind: source.KindEnvoyFilter, Namespaces: namespaces(client, p.root)},
 		{Kind: source.KindNamespace, Namespaces: lookup},
-		{Kind: source.KindService, Namespaces: services},
-		{Kind: source.KindPod, Namespaces: workloads},
-		{Kind: source.KindServiceEntry},
-		{Kind: source.KindWorkloadEntry},
-		{Kind: source.KindVirtualService},
 	}
+	return append(append(reads, services...),
+		source.Read{Kind: source.KindPod, Namespaces: workloads},
+		source.Read{Kind: source.KindServiceEntry},
+		source.Read{Kind: source.KindWorkloadEntry},
+		source.Read{Kind: source.KindVirtualService},
+	)
+}
+
+// serviceName is the Kubernetes Service the host names and its namespace ("" when the host is
+// not of a Service's form: a wildcard, or a name of a ServiceEntry only).
+func (c *Cluster) serviceName() (name, namespace string) {
+	ns := meshhost.ServiceNamespace(c.q.Host, c.q.Namespace)
+	if ns == "" {
+		return "", ""
+	}
+	name, _, _ = strings.Cut(c.q.Host, ".")
+	return name, ns
 }
 
 // Spec is the Spec of a load of reads: the command's, with the plan's predicates.

@@ -166,6 +166,9 @@ var kindTable = []*kindInfo{
 			}
 			return items(l.Items), l.Continue, nil
 		},
+		getIn: func(ctx context.Context, c *clients, ns, name string) (object, error) {
+			return c.kube.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+		},
 	},
 	{
 		kind: KindPod, versions: []string{"v1"}, resource: "pods",

@@ -579,8 +579,10 @@ func TestLiveModeAgainstAnHTTPServer(t *testing.T) {
 	}
 }
 
-func TestLiveGetsNamedPods(t *testing.T) {
+func TestLiveGetsNamedPodsAndServices(t *testing.T) {
 	f := newFakeCluster([]runtime.Object{
+		&corev1.Service{ObjectMeta: objMeta("a", "s", "5")},
+		&corev1.Service{ObjectMeta: objMeta("a", "t", "6")},
 		&corev1.Pod{ObjectMeta: objMeta("a", "p", "1")},
 		&corev1.Pod{ObjectMeta: objMeta("a", "other", "2")},
 		&corev1.Pod{ObjectMeta: objMeta("b", "p", "3")},
@@ -589,12 +591,13 @@ func TestLiveGetsNamedPods(t *testing.T) {
 	reads := []Read{
 		{Kind: KindPod, Namespaces: []string{"a", "b"}, Names: []string{"p", "gone"}},
 		{Kind: KindPod, Namespaces: []string{"b"}},
+		{Kind: KindService, Namespaces: []string{"a"}, Names: []string{"s"}},
 	}
 	snap, err := load(t.Context(), Spec{Reads: reads}, f.clients())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"Pod a/p", "Pod b/p", "Pod b/q"}, keys(snap)); diff != "" {
+	if diff := cmp.Diff([]string{"Pod a/p", "Pod b/p", "Pod b/q", "Service a/s"}, keys(snap)); diff != "" {
 		t.Errorf("objects (-want +got):\n%s", diff)
 	}
 	if len(snap.Issues) != 0 || len(snap.Incomplete) != 0 {
@@ -610,13 +613,13 @@ func TestLiveGetsNamedPods(t *testing.T) {
 		}
 	}
 	sort.Strings(calls)
-	want := []string{"get configmaps istio-system/istio", "get pods a/gone", "get pods a/p", "list pods b"}
+	want := []string{"get configmaps istio-system/istio", "get pods a/gone", "get pods a/p", "get services a/s", "list pods b"}
 	if diff := cmp.Diff(want, calls); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)
 	}
 
-	_, err = load(t.Context(), Spec{Reads: []Read{{Kind: KindService, Namespaces: []string{"a"}, Names: []string{"x"}}}}, f.clients())
-	if err == nil || err.Error() != "cannot read Service by name in a namespace" {
-		t.Errorf("error = %v, want that Services cannot be read by name", err)
+	_, err = load(t.Context(), Spec{Reads: []Read{{Kind: KindDestinationRule, Namespaces: []string{"a"}, Names: []string{"x"}}}}, f.clients())
+	if err == nil || err.Error() != "cannot read DestinationRule by name in a namespace" {
+		t.Errorf("error = %v, want that DestinationRules cannot be read by name", err)
 	}
 }
