@@ -7,7 +7,8 @@
 //
 // It owns: Problem, DestinationRule, ServiceEntry, WorkloadEntry, VirtualService, Sidecar,
 // AuthorizationPolicy, PeerAuthentication, RequestAuthentication.
-// It may import: explain, explain/diag, provenance, istio.io/api types.
+// It may import: explain, explain/diag, provenance, istio.io/api types, and the JWK library
+// Istio's validation parses inline JWKS with (github.com/lestrrat-go/jwx/jwk).
 //
 // The Istio functions it reproduces, in istio/istio pkg/config/validation/validation.go:
 // validateMetadata, ValidateDestinationRule (validateTrafficPolicy, validateConnectionPool,
@@ -16,7 +17,7 @@
 // validateWorkloadSelector), ValidateServiceEntry and ValidateWorkloadEntry (validateWorkloadEntry),
 // ValidateVirtualService (virtualservice.go), ValidateSidecar (with validateTLSOptions),
 // ValidateAuthorizationPolicy, ValidatePeerAuthentication and
-// ValidateRequestAuthentication (without the jwks parse); in
+// ValidateRequestAuthentication; in
 // pkg/config/validation/agent/validation.go: ValidateDuration, ValidateTLS,
 // ValidateWildcardDomain, ValidateFQDN, ValidateIPSubnet, ValidateLocalityLbSetting,
 // ValidateZoneAwareLbSetting and ValidateNamespaceSlashWildcardHostname; in

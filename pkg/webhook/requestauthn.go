@@ -6,19 +6,25 @@ import (
 	"regexp"
 	"strconv"
 
+	"github.com/lestrrat-go/jwx/jwk"
 	security "istio.io/api/security/v1beta1"
 )
 
 // raAsWritten is what istiod does with most RequestAuthentication values the webhook rejects.
 const raAsWritten = "istiod does not check it and builds the sidecar's JWT authentication filter from the rule as written"
 
+// jwksAsWritten is what happens to an inline JWKS the webhook cannot parse
+// (pilot/pkg/security/authn policy_applier.go and model BuildLocalJwks pass it through).
+const jwksAsWritten = "istiod passes the text unchecked to the sidecar's JWT authentication filter as its inline JWKS; " +
+	"Envoy rejects a listener whose inline JWKS it cannot read (\"invalid local jwks\"), so the sidecar keeps the inbound listener it had, or has none"
+
 // strictHeaderName is validation.go's validStrictHeaderNameRegex.
 var strictHeaderName = regexp.MustCompile("^[-_A-Za-z0-9]+$")
 
 // RequestAuthentication returns what ValidateRequestAuthentication rejects, after the metadata
 // checks: the selector and targetRefs (as for an AuthorizationPolicy, without its prefix), then
-// each JWT rule (validateJwtRule) except the parse of inline `jwks`, which needs the JWK library
-// Istio uses. Its warnings are not reported.
+// each JWT rule (validateJwtRule), the inline `jwks` parsed with the JWK library Istio uses
+// (github.com/lestrrat-go/jwx v1, at the version Istio pins). Its warnings are not reported.
 func RequestAuthentication(m Meta, spec *security.RequestAuthentication) []Problem {
 	if ps := checkMetadata(m, false, ""); ps != nil {
 		return ps
@@ -41,6 +47,12 @@ func RequestAuthentication(m Meta, spec *security.RequestAuthentication) []Probl
 		if r.JwksUri != "" {
 			if msg := jwksURI(r.JwksUri); msg != "" {
 				l.add(at+".jwksUri", msg, raAsWritten)
+			}
+		}
+		if r.Jwks != "" {
+			// The JWK library and version Istio's validation parses with, for its words.
+			if _, err := jwk.Parse([]byte(r.Jwks)); err != nil {
+				l.add(at+".jwks", fmt.Sprintf("jwks parse error: %v", err), jwksAsWritten)
 			}
 		}
 		for j, h := range r.FromHeaders {
