@@ -82,9 +82,10 @@ type Read struct {
 	// Namespaces to list the kind in; nil means all namespaces, an empty list none. For
 	// KindNamespace, the names of the Namespace objects to get (nil lists them all).
 	Namespaces []string
-	// Names, for a kind that can be read by name in a namespace (KindPod), are the objects to
-	// get in each of Namespaces instead of listing them: `authz pod/NAME` needs one pod, not
-	// its namespace's. A namespace another Read of the kind lists is listed.
+	// Names, for a kind that can be read by name in a namespace (KindPod, KindService), are
+	// the objects to get in each of Namespaces instead of listing them: `authz pod/NAME` needs
+	// one pod, not its namespace's, and `cluster HOST` the host's Service. A namespace another
+	// Read of the kind lists is listed.
 	Names []string
 	// Labeled, with Namespaces nil, reads only the objects that carry this label, in every
 	// namespace (a list with the label selector KEY): `authz waypoint/NAME` needs the Services
