@@ -123,20 +123,9 @@ func ReadInput(path string, limit int64) ([]byte, error) {
 	}
 	// Sized from the stat, as os.ReadFile is: io.ReadAll's growing buffer holds up to two and
 	// a half times a large file while it reads.
-	data := make([]byte, 0, info.Size()+512)
-	r := io.LimitReader(f, limit+1)
-	for {
-		if len(data) == cap(data) {
-			data = append(data, 0)[:len(data)]
-		}
-		n, err := r.Read(data[len(data):cap(data)])
-		data = data[:len(data)+n]
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
+	data, err := readAllInto(make([]byte, 0, info.Size()+512), io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
 	}
 	if int64(len(data)) > limit {
 		return nil, &tooLargeError{size: -1, limit: limit}

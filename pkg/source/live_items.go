@@ -17,7 +17,21 @@ import (
 // decoded, and so checked in full, only when it is kept. It is what json-iterator's skipping
 // would do for each item, without decoding every key on the way.
 func readItemPage(r io.Reader, buf *[]byte) (cont string, items []json.RawMessage, err error) {
-	data := (*buf)[:0]
+	data, err := readAllInto((*buf)[:0], r)
+	*buf = data
+	if err != nil {
+		return "", nil, err
+	}
+	s := &itemScanner{data: data}
+	if err := s.page(&cont, &items); err != nil {
+		return "", nil, err
+	}
+	return cont, items, nil
+}
+
+// readAllInto appends what r holds, to its end, to data, growing it only when it is full, as
+// io.ReadAll does; it returns data as far as it was read, also with an error.
+func readAllInto(data []byte, r io.Reader) ([]byte, error) {
 	for {
 		if len(data) == cap(data) {
 			data = append(data, 0)[:len(data)]
@@ -25,19 +39,12 @@ func readItemPage(r io.Reader, buf *[]byte) (cont string, items []json.RawMessag
 		n, err := r.Read(data[len(data):cap(data)])
 		data = data[:len(data)+n]
 		if err == io.EOF {
-			break
+			return data, nil
 		}
 		if err != nil {
-			*buf = data
-			return "", nil, err
+			return data, err
 		}
 	}
-	*buf = data
-	s := &itemScanner{data: data}
-	if err := s.page(&cont, &items); err != nil {
-		return "", nil, err
-	}
-	return cont, items, nil
 }
 
 // itemBuffers are the bodies of item pages whose items are decoded: a list's next page is read
