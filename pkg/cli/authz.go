@@ -294,16 +294,17 @@ func parseWorkload(s string) (ztunnelauthz.WorkloadRef, error) {
 // answer, every other pod the ztunnel answer (which says when a pod is not captured), with the
 // waypoints of its services when they use one.
 func ExplainAuthz(snap *model.Snapshot, q ztunnelauthz.Query) ([]*explain.Result, error) {
-	results, err := ztunnelauthz.Explain(snap, q)
+	results, err := ztunnelauthz.ExplainEach(snap, q, func(pod *corev1.Pod) *explain.Result {
+		if sidecarauthz.HasSidecar(pod) {
+			return sidecarauthz.ExplainPod(snap, pod)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	for i, r := range results {
-		pod := resultPod(snap, r)
-		switch {
-		case pod != nil && sidecarauthz.HasSidecar(pod):
-			results[i] = sidecarauthz.ExplainPod(snap, pod)
-		case pod != nil:
+	for _, r := range results {
+		if pod := resultPod(snap, r); pod != nil && !isSidecarResult(r) {
 			// The waypoints of the pod's services, after ztunnel's answer.
 			if s := waypointauthz.PodSection(snap, pod); s != nil {
 				r.Sections = append(r.Sections, *s)

@@ -35,6 +35,13 @@ const (
 // would push for it, in the order of the workload's key list, plus the policies that apply by
 // scope, with the origin of every group, rule and match.
 func Explain(snap *model.Snapshot, q Query) ([]*explain.Result, error) {
+	return ExplainEach(snap, q, nil)
+}
+
+// ExplainEach is Explain for the pods the query names, with the answer of a pod for which
+// other returns one (a sidecar pod's) taken from other: ztunnel's policies are built only
+// for the pods it leaves (nil: for every pod).
+func ExplainEach(snap *model.Snapshot, q Query, other func(*corev1.Pod) *explain.Result) ([]*explain.Result, error) {
 	if snap == nil {
 		return nil, errors.New("no snapshot to explain")
 	}
@@ -42,9 +49,18 @@ func Explain(snap *model.Snapshot, q Query) ([]*explain.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := buildPool(snap, q.Revision)
+	var p *pool
 	out := make([]*explain.Result, 0, len(pods))
 	for _, pod := range pods {
+		if other != nil {
+			if r := other(pod); r != nil {
+				out = append(out, r)
+				continue
+			}
+		}
+		if p == nil {
+			p = buildPool(snap, q.Revision)
+		}
 		out = append(out, explainPod(snap, p, pod, q))
 	}
 	return out, nil
