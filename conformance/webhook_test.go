@@ -42,6 +42,8 @@ func ours(cfg config.Config) (ps []webhook.Problem, ok bool) {
 		return webhook.Sidecar(m, spec), true
 	case *security.RequestAuthentication:
 		return webhook.RequestAuthentication(m, spec), true
+	case *networking.EnvoyFilter:
+		return webhook.EnvoyFilter(m, spec), true
 	}
 	return nil, false
 }

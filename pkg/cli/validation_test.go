@@ -28,6 +28,7 @@ func TestValuesTheWebhookRejectsAreReported(t *testing.T) {
 		{"cluster/bad-input-sidecar-egress-host-short-name", "D33", "spec.egress[0].hosts[0]", `\"short names (non FQDN) are not allowed\"`},
 		{"sidecar/bad-input-requestauthn-audience-empty", "S18", "spec.jwtRules[0].audiences[1]", `\"audience must be non-empty string\"`},
 		{"cluster/bad-input-workloadentry-label-value", "D33", "spec.labels", `\"invalid tag value: \\\"1.0 beta\\\"\"`},
+		{"cluster/bad-input-envoyfilter-patch-value", "D33", "spec.configPatches[0].patch.value", `\"Envoy filter: bad Duration: time: invalid duration \\\"soon\\\"\"`},
 		{"cluster/bad-input-dr-host-underscore", "D33", "spec.host", `\"domain name \\\"my_app.default.svc.cluster.local\\\" invalid (label \\\"my_app\\\" invalid)\"`},
 		{"sidecar/bad-input-port-not-a-number", "S18", "spec.rules[0].to[0].operation.ports[0]", `\"invalid policy bad.foo: bad port (abc): strconv.ParseUint: parsing \\\"abc\\\": invalid syntax\"`},
 		{"authz/bad-input-port-not-a-number", "A25", "spec.rules[0].to[0].operation.ports[0]", `\"invalid policy bad.foo: bad port (abc): strconv.ParseUint: parsing \\\"abc\\\": invalid syntax\"`},

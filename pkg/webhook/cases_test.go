@@ -42,6 +42,8 @@ var checkers = map[string]struct {
 		}},
 	"WorkloadEntry": {func() proto.Message { return &networking.WorkloadEntry{} },
 		func(m Meta, s proto.Message) []Problem { return WorkloadEntry(m, s.(*networking.WorkloadEntry)) }},
+	"EnvoyFilter": {func() proto.Message { return &networking.EnvoyFilter{} },
+		func(m Meta, s proto.Message) []Problem { return EnvoyFilter(m, s.(*networking.EnvoyFilter)) }},
 	"PeerAuthentication": {func() proto.Message { return &security.PeerAuthentication{} },
 		func(m Meta, s proto.Message) []Problem {
 			return PeerAuthentication(m, s.(*security.PeerAuthentication))

@@ -6,9 +6,10 @@
 // S18) lists what is checked, and docs/reliability.md what is not.
 //
 // It owns: Problem, DestinationRule, ServiceEntry, WorkloadEntry, VirtualService, Sidecar,
-// AuthorizationPolicy, PeerAuthentication, RequestAuthentication.
-// It may import: explain, explain/diag, provenance, istio.io/api types, and the JWK library
-// Istio's validation parses inline JWKS with (github.com/lestrrat-go/jwx/jwk).
+// AuthorizationPolicy, PeerAuthentication, RequestAuthentication, EnvoyFilter.
+// It may import: explain, explain/diag, provenance, istio.io/api types, Envoy's types and the
+// JSON decoder Istio decodes EnvoyFilter patches with (github.com/golang/protobuf/jsonpb), and
+// the JWK library Istio's validation parses inline JWKS with (github.com/lestrrat-go/jwx/jwk).
 //
 // The Istio functions it reproduces, in istio/istio pkg/config/validation/validation.go:
 // validateMetadata, ValidateDestinationRule (validateTrafficPolicy, validateConnectionPool,
@@ -17,7 +18,8 @@
 // validateWorkloadSelector), ValidateServiceEntry and ValidateWorkloadEntry (validateWorkloadEntry),
 // ValidateVirtualService (virtualservice.go), ValidateSidecar (with validateTLSOptions),
 // ValidateAuthorizationPolicy, ValidatePeerAuthentication and
-// ValidateRequestAuthentication; in
+// ValidateRequestAuthentication; in pkg/config/validation/envoyfilter/envoyfilter.go:
+// ValidateEnvoyFilter (its errors; pkg/config/xds BuildXDSObjectFromStruct for the patch value); in
 // pkg/config/validation/agent/validation.go: ValidateDuration, ValidateTLS,
 // ValidateWildcardDomain, ValidateFQDN, ValidateIPSubnet, ValidateLocalityLbSetting,
 // ValidateZoneAwareLbSetting and ValidateNamespaceSlashWildcardHostname; in

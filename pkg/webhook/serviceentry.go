@@ -45,22 +45,13 @@ func portNumber(p int) string {
 // order. Its warnings (partial wildcards, TCP ports without addresses, a selector without
 // labels) are not reported.
 func ServiceEntry(m Meta, spec *networking.ServiceEntry) []Problem {
-	if ps := checkMetadata(m, false, ""); ps != nil {
+	if ps := metadataAndSelector(m, spec.GetWorkloadSelector()); ps != nil {
 		return ps
 	}
 	var l list
-	if sel := spec.GetWorkloadSelector(); sel != nil {
-		// ValidateAlphaWorkloadSelector's errors end validation.
-		for _, msg := range selectorErrors(sel.GetLabels()) {
-			l.add("spec.workloadSelector.labels", msg, selectorMatchesNothing)
-		}
-		if len(l) > 0 {
-			return l
-		}
-		if spec.Endpoints != nil {
-			l.add("spec.endpoints", "only one of WorkloadSelector or Endpoints is allowed in Service Entry",
-				"istiod takes the endpoints from the workloads the selector picks and ignores spec.endpoints")
-		}
+	if spec.GetWorkloadSelector() != nil && spec.Endpoints != nil {
+		l.add("spec.endpoints", "only one of WorkloadSelector or Endpoints is allowed in Service Entry",
+			"istiod takes the endpoints from the workloads the selector picks and ignores spec.endpoints")
 	}
 	if len(spec.GetHosts()) == 0 {
 		l.add("spec.hosts", "service entry must have at least one host", "istiod builds no service from the ServiceEntry")

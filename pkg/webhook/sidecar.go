@@ -30,18 +30,10 @@ func egressHostIstiod(h string) string {
 // validateTLSOptions), the inbound connection pool, egress listeners (ports, binds, the catch-all
 // listener, hosts) and the outbound traffic policy. Its warnings are not reported.
 func Sidecar(m Meta, spec *networking.Sidecar) []Problem {
-	if ps := checkMetadata(m, false, ""); ps != nil {
+	if ps := metadataAndSelector(m, spec.GetWorkloadSelector()); ps != nil {
 		return ps
 	}
 	var l list
-	if sel := spec.GetWorkloadSelector(); sel != nil {
-		for _, msg := range selectorErrors(sel.GetLabels()) {
-			l.add("spec.workloadSelector.labels", msg, selectorMatchesNothing)
-		}
-		if len(l) > 0 {
-			return l
-		}
-	}
 	if len(spec.GetEgress()) == 0 && len(spec.GetIngress()) == 0 && spec.GetOutboundTrafficPolicy() == nil && spec.GetInboundConnectionPool() == nil {
 		l.add("spec", "sidecar: empty configuration provided", "istiod gives the selected proxies the default egress listener (`*/*`), as without a Sidecar (initSidecarScopeInternalIndexes, pilot/pkg/model/sidecar.go)")
 		return l

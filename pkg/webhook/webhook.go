@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
+	networking "istio.io/api/networking/v1alpha3"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain/diag"
@@ -99,6 +100,19 @@ func checkMetadata(m Meta, authz bool, action string) []Problem {
 		}
 	}
 	return nil
+}
+
+// metadataAndSelector is validateMetadata, then ValidateAlphaWorkloadSelector on sel: the
+// checks Sidecars, ServiceEntries and EnvoyFilters start with, whose errors end validation.
+func metadataAndSelector(m Meta, sel *networking.WorkloadSelector) []Problem {
+	if ps := checkMetadata(m, false, ""); ps != nil {
+		return ps
+	}
+	var l list
+	for _, msg := range selectorErrors(sel.GetLabels()) {
+		l.add("spec.workloadSelector.labels", msg, selectorMatchesNothing)
+	}
+	return l
 }
 
 // list collects problems.

@@ -15,6 +15,7 @@ import (
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/webhook"
 )
 
 // ClusterKind is the Object.Kind of a generated cluster.
@@ -417,7 +418,9 @@ func invalidSubset(svc *index.Service, r *index.ConsolidatedRule, subset string)
 
 // envoyFilterDiagnostics reports D30: EnvoyFilters whose CLUSTER patches apply to the proxy's
 // outbound clusters (root namespace or the proxy's namespace, selector matching the proxy).
-// istiod applies them last (envoyfilter.ApplyClusterMerge); they are not reconstructed.
+// istiod applies them last (envoyfilter.ApplyClusterMerge); they are not reconstructed. Every
+// EnvoyFilter that applies to the proxy also gets a D33 for each value Istio's validation
+// rejects (pkg/webhook EnvoyFilter), whatever it patches.
 func envoyFilterDiagnostics(snap *model.Snapshot, p *index.Proxy) []explain.Diagnostic {
 	var out []explain.Diagnostic
 	root := snap.RootNamespace()
@@ -437,6 +440,9 @@ func envoyFilterDiagnostics(snap *model.Snapshot, p *index.Proxy) []explain.Diag
 				continue
 			}
 		}
+		ref := provenance.Ref{Kind: "EnvoyFilter", Namespace: ef.Namespace, Name: ef.Name}
+		out = append(out, webhook.Diagnostics(diag.RejectedByValidation, ref,
+			webhook.EnvoyFilter(webhook.Meta{Name: ef.Name, Namespace: ef.Namespace, Annotations: ef.Annotations, Labels: ef.Labels}, &ef.Spec))...)
 		for _, cp := range ef.Spec.GetConfigPatches() {
 			if cp.GetApplyTo() != networking.EnvoyFilter_CLUSTER {
 				continue
@@ -445,7 +451,6 @@ func envoyFilterDiagnostics(snap *model.Snapshot, p *index.Proxy) []explain.Diag
 			if ctx != networking.EnvoyFilter_ANY && ctx != networking.EnvoyFilter_SIDECAR_OUTBOUND {
 				continue
 			}
-			ref := provenance.Ref{Kind: "EnvoyFilter", Namespace: ef.Namespace, Name: ef.Name}
 			out = append(out, diag.EnvoyFilterPatchesClusters.New(
 				fmt.Sprintf("%s patches clusters of this proxy (%s): istiod applies it after everything shown here, so the real clusters may differ", ref, strings.ToLower(cp.GetPatch().GetOperation().String())),
 				"check the patched fields with istioctl proxy-config cluster",
