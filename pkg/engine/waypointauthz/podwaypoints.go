@@ -47,6 +47,18 @@ func (p PodWaypoint) Via() string {
 // waypoint, or whose binding istiod refuses, is left out; a waypoint not yet deployed is kept
 // with Deployed false (bound once istiod programs it).
 func PodWaypoints(snap *model.Snapshot, pod *corev1.Pod) []PodWaypoint {
+	var selecting []*corev1.Service
+	for _, svc := range snap.Services {
+		if svc.Namespace == pod.Namespace && len(svc.Spec.Selector) > 0 && labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(pod.Labels)) {
+			selecting = append(selecting, svc)
+		}
+	}
+	return PodWaypointsFor(snap, pod, selecting)
+}
+
+// PodWaypointsFor is PodWaypoints with the Services that select the pod given, in Service
+// order (an engine that explains many pods finds them by namespace).
+func PodWaypointsFor(snap *model.Snapshot, pod *corev1.Pod, selecting []*corev1.Service) []PodWaypoint {
 	if pod.Labels[labelGatewayName] != "" {
 		return nil // a waypoint's own pod
 	}
@@ -86,10 +98,7 @@ func PodWaypoints(snap *model.Snapshot, pod *corev1.Pod) []PodWaypoint {
 			out = append(out, *p)
 		}
 	}
-	for _, svc := range snap.Services {
-		if svc.Namespace != pod.Namespace || len(svc.Spec.Selector) == 0 || !labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(pod.Labels)) {
-			continue
-		}
+	for _, svc := range selecting {
 		if m := svc.Labels[labelManaged]; m == managedMesh || m == managedEastWest {
 			continue
 		}

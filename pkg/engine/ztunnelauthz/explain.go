@@ -84,6 +84,8 @@ type workload struct {
 	// scope); paInEffect only those derived from PeerAuthentication.
 	inEffect, paInEffect []*Authorization
 	waypoint             waypointInfo
+	// selecting are the Services that select the pod.
+	selecting []*corev1.Service
 }
 
 func explainPod(snap *model.Snapshot, p *pool, pod *corev1.Pod, q Query) *explain.Result {
@@ -93,9 +95,10 @@ func explainPod(snap *model.Snapshot, p *pool, pod *corev1.Pod, q Query) *explai
 		Kind:       explain.KindAuthzExplanation,
 		Subject:    explain.Subject{Kind: "Workload", Namespace: pod.Namespace, Workload: "pod/" + pod.Name, Resource: &podRef},
 	}}
+	w.selecting = servicesSelecting(p.services[pod.Namespace], pod)
 	w.capture = decideCapture(snap, pod)
 	w.chain = buildChain(p, pod)
-	w.waypoint = findWaypoints(snap, pod)
+	w.waypoint = findWaypoints(snap, pod, w.selecting)
 	w.computeKeys()
 	w.addObjects()
 

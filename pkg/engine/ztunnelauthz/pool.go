@@ -1,6 +1,7 @@
 package ztunnelauthz
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	"slices"
 
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
@@ -62,10 +63,19 @@ type pool struct {
 	paConv  map[*securityv1.PeerAuthentication]*paConversion
 	// excluded are the policies the revision filter hides from istiod.
 	excluded []provenance.Ref
+	// services are the snapshot's Services by namespace, in snapshot order: a Service selects
+	// only pods of its own namespace.
+	services map[string][]*corev1.Service
 }
 
 func buildPool(snap *model.Snapshot, revision string) *pool {
-	p := &pool{root: snap.RootNamespace(), entries: map[string]*poolEntry{}, paConv: map[*securityv1.PeerAuthentication]*paConversion{}}
+	p := &pool{root: snap.RootNamespace(), entries: map[string]*poolEntry{}, paConv: map[*securityv1.PeerAuthentication]*paConversion{},
+		services: map[string][]*corev1.Service{}}
+	for _, s := range snap.Services {
+		if s != nil {
+			p.services[s.Namespace] = append(p.services[s.Namespace], s)
+		}
+	}
 	for _, ap := range snap.AuthorizationPolicies {
 		if ap == nil {
 			continue

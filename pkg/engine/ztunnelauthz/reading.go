@@ -22,11 +22,11 @@ type portInfo struct {
 	notes []string
 }
 
-// servicesSelecting returns the Services of the pod's namespace whose non-empty selector
-// matches the pod (krt.FilterSelectsNonEmpty).
-func servicesSelecting(snap *model.Snapshot, pod *corev1.Pod) []*corev1.Service {
+// servicesSelecting returns the Services of the pod's namespace (services, those of the
+// namespace) whose non-empty selector matches the pod (krt.FilterSelectsNonEmpty).
+func servicesSelecting(services []*corev1.Service, pod *corev1.Pod) []*corev1.Service {
 	var out []*corev1.Service
-	for _, s := range snap.Services {
+	for _, s := range services {
 		if s == nil || s.Namespace != pod.Namespace || len(s.Spec.Selector) == 0 || len(pod.Labels) == 0 {
 			continue
 		}
@@ -94,7 +94,7 @@ func (w *workload) ports() []portInfo {
 	for p := range cps {
 		podPorts[p] = true
 	}
-	for _, s := range servicesSelecting(w.snap, w.pod) {
+	for _, s := range w.selecting {
 		for _, sp := range s.Spec.Ports {
 			t, ok := targetPort(w.pod, sp)
 			if !ok {
@@ -180,7 +180,7 @@ func (w *workload) servicePortDiagnostics() []explain.Diagnostic {
 		return nil
 	}
 	cps := containerPorts(w.pod)
-	svcs := servicesSelecting(w.snap, w.pod)
+	svcs := w.selecting
 	podPorts := map[uint32]bool{}
 	for p := range cps {
 		podPorts[p] = true
@@ -267,10 +267,10 @@ func waypointFor(snap *model.Snapshot, objLabels map[string]string, ns, what str
 // findWaypoints reads the workload's own waypoint (pod label, then namespace label) and the
 // waypoints of the Services that select it (Service label, then namespace label), as istiod's
 // computeWaypoint and the service waypoint lookup do from the istio.io/use-waypoint labels.
-func findWaypoints(snap *model.Snapshot, pod *corev1.Pod) waypointInfo {
+func findWaypoints(snap *model.Snapshot, pod *corev1.Pod, selecting []*corev1.Service) waypointInfo {
 	var wi waypointInfo
 	wi.workload, wi.workloadFrom = waypointFor(snap, pod.Labels, pod.Namespace, "Pod "+pod.Namespace+"/"+pod.Name)
-	for _, s := range servicesSelecting(snap, pod) {
+	for _, s := range selecting {
 		if wp, from := waypointFor(snap, s.Labels, s.Namespace, "Service "+s.Namespace+"/"+s.Name); wp != "" {
 			wi.services = append(wi.services, [3]string{s.Namespace + "/" + s.Name, wp, from})
 		}
@@ -282,7 +282,7 @@ func findWaypoints(snap *model.Snapshot, pod *corev1.Pod) waypointInfo {
 // namespace: the waypoint enforces them, ztunnel never sees them.
 func (w *workload) waypointPolicySection() *explain.Section {
 	s := explain.Section{Title: "Waypoint policies (enforced by the waypoint, never by ztunnel)", Columns: []string{"POLICY", "TARGETS", "ACTION", "NOTE"}}
-	svcs := servicesSelecting(w.snap, w.pod)
+	svcs := w.selecting
 	for _, ap := range w.pool.aps {
 		refs := ap.conv.targetRefs
 		if len(refs) == 0 || (ap.obj.Namespace != w.pod.Namespace && ap.obj.Namespace != w.pool.root) {
