@@ -85,7 +85,7 @@ func TestPlanMirrorsThePlugin(t *testing.T) {
 	}
 	want := []string{
 		"/api/v1/namespaces/istio-system", "/api/v1/namespaces/ns-000", "/api/v1/namespaces/ns-001",
-		"/api/v1/namespaces/ns-000/services", "/api/v1/namespaces/ns-001/services",
+		"/api/v1/namespaces/ns-001/services", "/api/v1/namespaces/ns-000/services/svc-00000",
 		"/api/v1/namespaces/ns-000/pods", "/api/v1/namespaces/ns-001/pods",
 		"/apis/networking.istio.io/v1/serviceentries", "/apis/networking.istio.io/v1/workloadentries",
 		"/apis/networking.istio.io/v1/namespaces/istio-system/destinationrules",
