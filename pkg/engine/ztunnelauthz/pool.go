@@ -1,10 +1,10 @@
 package ztunnelauthz
 
 import (
-	corev1 "k8s.io/api/core/v1"
 	"slices"
 
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
