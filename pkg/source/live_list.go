@@ -1,9 +1,11 @@
 package source
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"regexp"
@@ -130,7 +132,26 @@ func fetchPage[I any](ctx context.Context, rc rest.Interface, ki *kindInfo, ns s
 // Unmarshal it rejects malformed or truncated JSON and a second value after the document.
 func decodePage(r io.Reader, v any) error {
 	rr := &recordingReader{r: r}
-	dec := pageJSON.NewDecoder(rr)
+	br := bufio.NewReader(rr)
+	// A list page is an object: the decoder would read `null` as an empty list.
+	for off := 0; ; off++ {
+		c, err := br.ReadByte()
+		if err != nil {
+			if rr.err != nil {
+				return rr.err
+			}
+			return errTruncated
+		}
+		if c == ' ' || c == '\t' || c == '\r' || c == '\n' {
+			continue
+		}
+		if c != '{' {
+			return fmt.Errorf("invalid JSON at offset %d: want '{', found %q", off, c)
+		}
+		_ = br.UnreadByte()
+		break
+	}
+	dec := pageJSON.NewDecoder(br)
 	if err := dec.Decode(v); err != nil {
 		if rr.err != nil {
 			// The body could not be read (cut off, too large, timed out): that is the failure,
