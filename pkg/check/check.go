@@ -72,11 +72,13 @@ func (z *ztunnelEngine) Applies(pod *corev1.Pod) bool {
 func (z *ztunnelEngine) Explain(pod *corev1.Pod) *explain.Result { return z.e.Pod(pod) }
 
 // sidecarEngine is `authz` for pods with a sidecar.
-type sidecarEngine struct{ snap *model.Snapshot }
+type sidecarEngine struct{ x *sidecarauthz.Explainer }
 
 // SidecarEngine is the sidecar answer (`authz`: the virtualInbound filter chains) for the pods
 // of snap that have a sidecar.
-func SidecarEngine(snap *model.Snapshot) WorkloadEngine { return sidecarEngine{snap: snap} }
+func SidecarEngine(snap *model.Snapshot) WorkloadEngine {
+	return sidecarEngine{x: sidecarauthz.NewExplainer(snap)}
+}
 
 func (s sidecarEngine) DataPlane() string { return "sidecar" }
 
@@ -85,7 +87,7 @@ func (s sidecarEngine) Applies(pod *corev1.Pod) bool { return sidecarauthz.HasSi
 // Explain is the sidecar answer's diagnostics (sidecarauthz.Diagnostics), without the
 // sections and filter chains check never prints.
 func (s sidecarEngine) Explain(pod *corev1.Pod) *explain.Result {
-	return &explain.Result{Diagnostics: sidecarauthz.Diagnostics(s.snap, pod)}
+	return &explain.Result{Diagnostics: s.x.Diagnostics(pod)}
 }
 
 // WorkloadEngines are the per-workload engines Run asks; a pod is answered by the first that

@@ -294,9 +294,13 @@ func parseWorkload(s string) (ztunnelauthz.WorkloadRef, error) {
 // answer, every other pod the ztunnel answer (which says when a pod is not captured), with the
 // waypoints of its services when they use one.
 func ExplainAuthz(snap *model.Snapshot, q ztunnelauthz.Query) ([]*explain.Result, error) {
+	var sidecars *sidecarauthz.Explainer
 	results, err := ztunnelauthz.ExplainEach(snap, q, func(pod *corev1.Pod) *explain.Result {
 		if sidecarauthz.HasSidecar(pod) {
-			return sidecarauthz.ExplainPod(snap, pod)
+			if sidecars == nil {
+				sidecars = sidecarauthz.NewExplainer(snap)
+			}
+			return sidecars.ExplainPod(pod)
 		}
 		return nil
 	})

@@ -111,9 +111,10 @@ func findPort(pod *corev1.Pod, sp corev1.ServicePort) (uint32, bool) {
 // non-empty selector matches it, oldest first (then by hostname), each port resolved to its
 // target port (deduplicated per Service), and one chain config per target port: the first
 // Service wins (getFilterChainsByServicePort).
-func serviceTargets(snap *model.Snapshot, pod *corev1.Pod) []*target {
+// services are the Services of the pod's namespace (or more).
+func serviceTargets(services []*corev1.Service, pod *corev1.Pod) []*target {
 	var svcs []*corev1.Service
-	for _, s := range snap.Services {
+	for _, s := range services {
 		if s.Namespace == pod.Namespace && len(s.Spec.Selector) > 0 && subsetOf(s.Spec.Selector, pod.Labels) {
 			svcs = append(svcs, s)
 		}

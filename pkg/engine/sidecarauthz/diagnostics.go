@@ -350,7 +350,7 @@ func (e *explanation) requestAuthenticated() bool {
 // (getConfigsForWorkload with ShouldAttachPolicy).
 func (e *explanation) requestAuthentications() []*securityv1.RequestAuthentication {
 	var out []*securityv1.RequestAuthentication
-	for _, ra := range e.snap.RequestAuthentications {
+	for _, ra := range e.ras {
 		if ra.Namespace != e.pod.Namespace && ra.Namespace != e.root {
 			continue
 		}

@@ -44,9 +44,13 @@ const listenerPort = 15006
 
 // explanation is the state of one pod's explanation.
 type explanation struct {
-	snap    *model.Snapshot
-	pod     *corev1.Pod
-	root    string
+	snap *model.Snapshot
+	pod  *corev1.Pod
+	root string
+	// aps and ras are the AuthorizationPolicies and RequestAuthentications of the pod's
+	// namespace and the root namespace, in snapshot order.
+	aps     []*securityv1.AuthorizationPolicy
+	ras     []*securityv1.RequestAuthentication
 	pa      *peerAuthn
 	targets []*target
 	chains  []*chain
@@ -58,10 +62,10 @@ type explanation struct {
 	res                *explain.Result
 }
 
-// ExplainPod answers for the sidecar of one pod: the virtualInbound filter chains istiod sends
-// it, restricted to what decides who gets in, with origins, diagnostics and a plain reading.
-func ExplainPod(snap *model.Snapshot, pod *corev1.Pod) *explain.Result {
-	e := newExplanation(snap, pod)
+// ExplainPod is ExplainPod for one pod of the indexed snapshot.
+func (x *Explainer) ExplainPod(pod *corev1.Pod) *explain.Result {
+	snap := x.snap
+	e := x.newExplanation(pod)
 	e.res.Sections = append(e.res.Sections, e.dataPlaneSection(), e.peerAuthnSection(), e.portSection(), e.policySection())
 	if s := e.notAppliedSection(); s != nil {
 		e.res.Sections = append(e.res.Sections, *s)
@@ -77,24 +81,19 @@ func ExplainPod(snap *model.Snapshot, pod *corev1.Pod) *explain.Result {
 	return e.res
 }
 
-// Diagnostics are the diagnostics of ExplainPod for pod, without the sections and objects
-// that explain them: what `check` reports for a sidecar workload.
-func Diagnostics(snap *model.Snapshot, pod *corev1.Pod) []explain.Diagnostic {
-	return newExplanation(snap, pod).sortedDiagnostics()
-}
-
 // newExplanation decides everything the answer and its diagnostics are made of: the
 // PeerAuthentication of each port, the pod's service targets, the policies and their RBAC
 // filters, and the filter chains.
-func newExplanation(snap *model.Snapshot, pod *corev1.Pod) *explanation {
+func (x *Explainer) newExplanation(pod *corev1.Pod) *explanation {
+	snap := x.snap
 	podRef := provenance.Ref{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name}
-	e := &explanation{snap: snap, pod: pod, root: snap.RootNamespace(), res: &explain.Result{
+	e := &explanation{snap: snap, pod: pod, root: x.root, aps: x.aps.in(x.root, pod.Namespace), ras: x.ras.in(x.root, pod.Namespace), res: &explain.Result{
 		APIVersion: explain.APIVersion,
 		Kind:       explain.KindAuthzExplanation,
 		Subject:    explain.Subject{Kind: "Workload", Namespace: pod.Namespace, Workload: "pod/" + pod.Name, Resource: &podRef},
 	}}
-	e.pa = composePeerAuthn(e.root, snap.PeerAuthentications, pod)
-	e.targets = serviceTargets(snap, pod)
+	e.pa = composePeerAuthn(e.root, x.pas.in(e.root, pod.Namespace), pod)
+	e.targets = serviceTargets(x.services.in(pod.Namespace, pod.Namespace), pod)
 	e.selectPolicies()
 	e.rbac = envoyrbac.Build(envoyrbac.Input{
 		Policies:           e.selected,
@@ -151,7 +150,7 @@ func (e *explanation) lookupCluster(service string, port int) (string, string, e
 func (e *explanation) selectPolicies() {
 	byNs := func(ns string) []*securityv1.AuthorizationPolicy {
 		var out []*securityv1.AuthorizationPolicy
-		for _, ap := range e.snap.AuthorizationPolicies {
+		for _, ap := range e.aps {
 			if ap.Namespace == ns {
 				out = append(out, ap)
 			}

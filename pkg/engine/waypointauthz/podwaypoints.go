@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 )
@@ -33,6 +34,8 @@ type PodWaypoint struct {
 	ServiceAccounts     []string
 	ServiceAccountsFrom string
 	FromPods            bool
+
+	gw *gatewayv1.Gateway
 }
 
 // Via names what sends the traffic through the waypoint: `Service NS/NAME` or `Pod NS/NAME`.
@@ -53,25 +56,55 @@ func PodWaypoints(snap *model.Snapshot, pod *corev1.Pod) []PodWaypoint {
 			selecting = append(selecting, svc)
 		}
 	}
-	return PodWaypointsFor(snap, pod, selecting)
+	return NewWaypoints(snap).For(pod, selecting)
 }
 
-// PodWaypointsFor is PodWaypoints with the Services that select the pod given, in Service
-// order (an engine that explains many pods finds them by namespace).
-func PodWaypointsFor(snap *model.Snapshot, pod *corev1.Pod, selecting []*corev1.Service) []PodWaypoint {
+// Waypoints finds the waypoints in front of the pods of one snapshot. The Gateways and the
+// waypoints' own pods are indexed once, so an engine that explains every pod of a mesh does not
+// scan them again for each.
+type Waypoints struct {
+	snap *model.Snapshot
+	// gateways are the snapshot's Gateways by "namespace/name".
+	gateways map[string]*gatewayv1.Gateway
+	// pods are the pods that carry the gateway-name label, by "namespace/gateway name".
+	pods map[string][]*corev1.Pod
+}
+
+// NewWaypoints indexes snap for Waypoints.For.
+func NewWaypoints(snap *model.Snapshot) *Waypoints {
+	ws := &Waypoints{snap: snap, gateways: map[string]*gatewayv1.Gateway{}, pods: map[string][]*corev1.Pod{}}
+	for _, g := range snap.Gateways {
+		if g != nil {
+			ws.gateways[g.Namespace+"/"+g.Name] = g
+		}
+	}
+	for _, p := range snap.Pods {
+		if p != nil && p.Labels[labelGatewayName] != "" {
+			k := p.Namespace + "/" + p.Labels[labelGatewayName]
+			ws.pods[k] = append(ws.pods[k], p)
+		}
+	}
+	return ws
+}
+
+// For is PodWaypoints for one pod of the indexed snapshot, with the Services that select it
+// given, in Service order.
+func (ws *Waypoints) For(pod *corev1.Pod, selecting []*corev1.Service) []PodWaypoint {
 	if pod.Labels[labelGatewayName] != "" {
 		return nil // a waypoint's own pod
 	}
+	snap := ws.snap
 	cache := map[string]*explanation{}
 	bind := func(wns, wname, kind string, svc *corev1.Service) *PodWaypoint {
-		gw, err := Find(snap, Query{Namespace: wns, Name: wname})
-		if err != nil {
-			return nil
+		key := wns + "/" + wname
+		gw := ws.gateways[key]
+		if gw == nil || string(gw.Spec.GatewayClassName) != ClassName {
+			return nil // as Find: no such waypoint
 		}
-		e := cache[wns+"/"+wname]
+		e := cache[key]
 		if e == nil {
 			e = &explanation{snap: snap, gw: gw, wp: newWaypoint(gw), root: snap.RootNamespace()}
-			cache[wns+"/"+wname] = e
+			cache[key] = e
 		}
 		var b *Binding
 		if svc != nil {
@@ -82,8 +115,8 @@ func PodWaypointsFor(snap *model.Snapshot, pod *corev1.Pod, selecting []*corev1.
 		if b == nil || !b.Bound {
 			return nil
 		}
-		p := &PodWaypoint{Service: svc, Namespace: wns, Name: wname, Binding: *b, Deployed: e.wp.deployed}
-		p.ServiceAccounts, p.ServiceAccountsFrom, p.FromPods = serviceAccounts(snap, e)
+		p := &PodWaypoint{Service: svc, Namespace: wns, Name: wname, Binding: *b, Deployed: e.wp.deployed, gw: gw}
+		p.ServiceAccounts, p.ServiceAccountsFrom, p.FromPods = serviceAccounts(ws.pods[key], e)
 		return p
 	}
 	var out []PodWaypoint
@@ -124,11 +157,9 @@ func PodWaypointsFor(snap *model.Snapshot, pod *corev1.Pod, selecting []*corev1.
 // gateway.istio.io/service-account annotation, else the Gateway's name (the istio-waypoint
 // class sets DisableNameSuffix: pilot/pkg/config/kube/gatewaycommon deploymentcontroller.go
 // and gateway_utils.go GetDefaultName).
-func serviceAccounts(snap *model.Snapshot, e *explanation) (sas []string, from string, fromPods bool) {
-	for _, p := range snap.Pods {
-		if p.Namespace != e.gw.Namespace || p.Labels[labelGatewayName] != e.gw.Name {
-			continue
-		}
+// pods are the waypoint's pods: those of its namespace with its name in that label.
+func serviceAccounts(pods []*corev1.Pod, e *explanation) (sas []string, from string, fromPods bool) {
+	for _, p := range pods {
 		sa := p.Spec.ServiceAccountName
 		if sa == "" {
 			sa = "default" // the API server's default
@@ -151,11 +182,18 @@ func serviceAccounts(snap *model.Snapshot, e *explanation) (sas []string, from s
 // (ShouldAttachPolicy with IsWaypoint): ap targets the waypoint's Gateway, the istio-waypoint
 // GatewayClass from the root namespace, or the Service p is the waypoint of.
 func (p PodWaypoint) Attaches(snap *model.Snapshot, ap *securityv1.AuthorizationPolicy) bool {
-	gw, err := Find(snap, Query{Namespace: p.Namespace, Name: p.Name})
-	if err != nil {
-		return false
+	root := snap.RootNamespace()
+	if ap.Namespace != root && ap.Namespace != p.Namespace && (p.Service == nil || ap.Namespace != p.Service.Namespace) {
+		return false // attaches below needs one of these namespaces
 	}
-	e := &explanation{snap: snap, gw: gw, root: snap.RootNamespace()}
+	gw := p.gw
+	if gw == nil {
+		var err error
+		if gw, err = Find(snap, Query{Namespace: p.Namespace, Name: p.Name}); err != nil {
+			return false
+		}
+	}
+	e := &explanation{snap: snap, gw: gw, root: root}
 	var svc *service
 	if p.Service != nil {
 		svc = kubeService(p.Service)

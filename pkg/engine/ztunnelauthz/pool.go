@@ -6,6 +6,7 @@ import (
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/waypointauthz"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
@@ -66,11 +67,13 @@ type pool struct {
 	// services are the snapshot's Services by namespace, in snapshot order: a Service selects
 	// only pods of its own namespace.
 	services map[string][]*corev1.Service
+	// waypoints finds the waypoints in front of each pod.
+	waypoints *waypointauthz.Waypoints
 }
 
 func buildPool(snap *model.Snapshot, revision string) *pool {
 	p := &pool{root: snap.RootNamespace(), entries: map[string]*poolEntry{}, paConv: map[*securityv1.PeerAuthentication]*paConversion{},
-		services: map[string][]*corev1.Service{}}
+		services: map[string][]*corev1.Service{}, waypoints: waypointauthz.NewWaypoints(snap)}
 	for _, s := range snap.Services {
 		if s != nil {
 			p.services[s.Namespace] = append(p.services[s.Namespace], s)

@@ -40,7 +40,7 @@ func (f *frontWaypoint) ref() string { return f.ns + "/" + f.name }
 func (w *workload) frontWaypoints() []*frontWaypoint {
 	var out []*frontWaypoint
 	byName := map[string]*frontWaypoint{}
-	for _, p := range waypointauthz.PodWaypointsFor(w.snap, w.pod, w.selecting) {
+	for _, p := range w.pool.waypoints.For(w.pod, w.selecting) {
 		f := byName[p.Namespace+"/"+p.Name]
 		if f == nil {
 			f = &frontWaypoint{ns: p.Namespace, name: p.Name, deployed: p.Deployed, sas: p.ServiceAccounts, saFrom: p.ServiceAccountsFrom, fromPods: p.FromPods}

@@ -1,0 +1,87 @@
+package sidecarauthz
+
+import (
+	securityv1 "istio.io/client-go/pkg/apis/security/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
+)
+
+// Explainer answers for the sidecars of many pods of one snapshot. A pod's answer reads only
+// the objects of its own namespace and of the root namespace; the Explainer finds them by
+// namespace, indexed once, so that explaining every pod of a mesh does not scan every object
+// of the mesh for each.
+type Explainer struct {
+	snap *model.Snapshot
+	root string
+
+	services nsIndex[*corev1.Service]
+	pas      nsIndex[*securityv1.PeerAuthentication]
+	aps      nsIndex[*securityv1.AuthorizationPolicy]
+	ras      nsIndex[*securityv1.RequestAuthentication]
+}
+
+// NewExplainer indexes snap for the answers of its pods.
+func NewExplainer(snap *model.Snapshot) *Explainer {
+	return &Explainer{
+		snap:     snap,
+		root:     snap.RootNamespace(),
+		services: newNSIndex(snap.Services),
+		pas:      newNSIndex(snap.PeerAuthentications),
+		aps:      newNSIndex(snap.AuthorizationPolicies),
+		ras:      newNSIndex(snap.RequestAuthentications),
+	}
+}
+
+// ExplainPod answers for the sidecar of one pod: the virtualInbound filter chains istiod sends
+// it, restricted to what decides who gets in, with origins, diagnostics and a plain reading.
+func ExplainPod(snap *model.Snapshot, pod *corev1.Pod) *explain.Result {
+	return NewExplainer(snap).ExplainPod(pod)
+}
+
+// Diagnostics are the diagnostics of ExplainPod for pod, without the sections and objects
+// that explain them: what `check` reports for a sidecar workload.
+func Diagnostics(snap *model.Snapshot, pod *corev1.Pod) []explain.Diagnostic {
+	return NewExplainer(snap).Diagnostics(pod)
+}
+
+// Diagnostics is Diagnostics for one pod of the indexed snapshot.
+func (x *Explainer) Diagnostics(pod *corev1.Pod) []explain.Diagnostic {
+	return x.newExplanation(pod).sortedDiagnostics()
+}
+
+// nsIndex holds the objects of one kind by namespace, each with its place in the snapshot.
+type nsIndex[T interface{ GetNamespace() string }] struct {
+	all []T
+	at  map[string][]int
+}
+
+func newNSIndex[T interface{ GetNamespace() string }](all []T) nsIndex[T] {
+	x := nsIndex[T]{all: all, at: map[string][]int{}}
+	for i, o := range all {
+		ns := o.GetNamespace()
+		x.at[ns] = append(x.at[ns], i)
+	}
+	return x
+}
+
+// in returns the objects of namespace a and of namespace b, in snapshot order.
+func (x nsIndex[T]) in(a, b string) []T {
+	ia := x.at[a]
+	var ib []int
+	if b != a {
+		ib = x.at[b]
+	}
+	out := make([]T, 0, len(ia)+len(ib))
+	for len(ia) > 0 || len(ib) > 0 {
+		if len(ib) == 0 || len(ia) > 0 && ia[0] < ib[0] {
+			out = append(out, x.all[ia[0]])
+			ia = ia[1:]
+		} else {
+			out = append(out, x.all[ib[0]])
+			ib = ib[1:]
+		}
+	}
+	return out
+}
