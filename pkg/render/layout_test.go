@@ -1,11 +1,14 @@
 package render
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/charmbracelet/lipgloss"
 )
@@ -272,7 +275,7 @@ func TestSharedCellsLayOutTheSame(t *testing.T) {
 	for i, f := range alone {
 		want[i] = f()
 	}
-	got := renderBlocks(jobs)
+	got := renderAll(jobs)
 	if len(shared.cells.m) >= len(pool)+1 {
 		t.Fatalf("the cache holds %d texts of a pool of %d", len(shared.cells.m), len(pool))
 	}
@@ -313,9 +316,67 @@ func TestObjectsSharingTracesPrintAsCopies(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The reference: a theme without a cache shares nothing.
-		want := strings.Join(renderBlocks(p.result(NewTheme(&b, false), &copied)), "\n\n") + "\n"
+		want := strings.Join(renderAll(p.result(NewTheme(&b, false), &copied)), "\n\n") + "\n"
 		if got := b.String(); got != want {
 			t.Errorf("wide %v: objects sharing their traces print differently:\n%s\nwithout sharing:\n%s", wide, got, want)
 		}
 	}
+}
+
+// renderAll is renderBlocks' blocks, in order.
+func renderAll(jobs []func() string) []string {
+	var out []string
+	_ = renderBlocks(jobs, func(s string) error {
+		out = append(out, s)
+		return nil
+	})
+	return out
+}
+
+// TestRenderBlocksInOrder: blocks finished out of order are emitted in the order of the jobs,
+// emit's error stops the rendering, and a rendering that panics panics on the caller's
+// goroutine (where the command recovers it) instead of ending the process from a worker.
+func TestRenderBlocksInOrder(t *testing.T) {
+	var jobs []func() string
+	for i := range 50 {
+		jobs = append(jobs, func() string {
+			time.Sleep(time.Duration((50-i)%7) * time.Millisecond)
+			return strconv.Itoa(i)
+		})
+	}
+	got := renderAll(jobs)
+	for i := range jobs {
+		if got[i] != strconv.Itoa(i) {
+			t.Fatalf("blocks out of order: %v", got)
+		}
+	}
+
+	var b strings.Builder
+	if err := writeBlocks(&b, jobs[:3]); err != nil || b.String() != "0\n\n1\n\n2\n" {
+		t.Errorf("writeBlocks = %q, %v", b.String(), err)
+	}
+
+	boom := errors.New("write failed")
+	n := 0
+	err := renderBlocks(jobs, func(string) error {
+		n++
+		if n == 3 {
+			return boom
+		}
+		return nil
+	})
+	if err != boom || n != 3 {
+		t.Errorf("renderBlocks after emit failed: %v, %d blocks emitted; want %v after 3", err, n, boom)
+	}
+
+	panicking := append(slices.Clone(jobs[:5]), func() string { panic("layout failed") })
+	panicking = append(panicking, jobs[5:]...)
+	func() {
+		defer func() {
+			if r := recover(); r != "layout failed" {
+				t.Errorf("recovered %v, want the rendering's panic on the caller's goroutine", r)
+			}
+		}()
+		_ = renderAll(panicking)
+	}()
 }

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"runtime"
@@ -41,33 +42,87 @@ func (p *tablePrinter) PrintList(w io.Writer, rs []*explain.Result) error {
 	if len(jobs) == 0 {
 		return nil
 	}
-	_, err := io.WriteString(w, strings.Join(renderBlocks(jobs), "\n\n")+"\n")
+	return writeBlocks(w, jobs)
+}
+
+// writeBlocks renders the blocks (renderBlocks) and writes them in order, a blank line between
+// two, through one buffer: each block is written as soon as it and those before it are done,
+// while the later ones are still being laid out.
+func writeBlocks(w io.Writer, jobs []func() string) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	first := true
+	err := renderBlocks(jobs, func(block string) error {
+		if !first {
+			if _, err := bw.WriteString("\n\n"); err != nil {
+				return err
+			}
+		}
+		first = false
+		_, err := bw.WriteString(block)
+		return err
+	})
+	if err == nil {
+		err = bw.WriteByte('\n')
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
 	return err
 }
 
 // renderBlocks runs the block renderings, on every core: the tables of a result (one per
 // object, section and diagnostics list) are independent, and fitting their columns is most of
-// a human-format run's CPU. The blocks come back in the order of jobs.
-func renderBlocks(jobs []func() string) []string {
-	blocks := make([]string, len(jobs))
+// a human-format run's CPU. It hands the blocks to emit in the order of jobs, each as soon as
+// it and the blocks before it are done, and stops at emit's first error. A rendering that
+// panics panics again on the caller's goroutine, where the command recovers it, rather than
+// ending the process from a worker.
+func renderBlocks(jobs []func() string, emit func(string) error) error {
 	workers := min(runtime.GOMAXPROCS(0), len(jobs))
 	if workers <= 1 {
-		for i, job := range jobs {
-			blocks[i] = job()
+		for _, job := range jobs {
+			if err := emit(job()); err != nil {
+				return err
+			}
 		}
-		return blocks
+		return nil
+	}
+	blocks := make([]string, len(jobs))
+	panics := make([]any, len(jobs))
+	done := make([]chan struct{}, len(jobs))
+	for i := range done {
+		done[i] = make(chan struct{})
 	}
 	var next atomic.Int64
+	var stop atomic.Bool
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
 			for i := int(next.Add(1) - 1); i < len(jobs); i = int(next.Add(1) - 1) {
-				blocks[i] = jobs[i]()
+				func() {
+					defer close(done[i])
+					defer func() { panics[i] = recover() }()
+					if !stop.Load() {
+						blocks[i] = jobs[i]()
+					}
+				}()
 			}
 		})
 	}
-	wg.Wait()
-	return blocks
+	defer wg.Wait()
+	for i := range jobs {
+		<-done[i]
+		if panics[i] != nil {
+			stop.Store(true)
+			wg.Wait()
+			panic(panics[i])
+		}
+		if err := emit(blocks[i]); err != nil {
+			stop.Store(true)
+			return err
+		}
+		blocks[i] = ""
+	}
+	return nil
 }
 
 // result returns the renderings of the blocks of one Result; blocks are separated by one blank
