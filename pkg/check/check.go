@@ -185,7 +185,7 @@ func hostOccurrences(ix *index.Index, classes []*Class, reuse *reusePlan, groupi
 				go func() {
 					defer wg.Done()
 					for i := range next {
-						occ, hosts, err := classOccurrences(ix, shared, grouping, classes[i], reuse)
+						occ, hosts, err := classOccurrencesSafely(ix, shared, grouping, classes[i], reuse)
 						results <- result{i, occ, hosts, err}
 					}
 				}()
@@ -219,6 +219,28 @@ func hostOccurrences(ix *index.Index, classes []*Class, reuse *reusePlan, groupi
 	}
 	return len(seen), nil
 }
+
+// classOccurrencesSafely is classOccurrences on a worker goroutine, where a panic would end
+// the process: it is recovered as the class's error, naming the clients it was checking for.
+func classOccurrencesSafely(ix *index.Index, shared *envoycluster.SharedBuilds, grouping *groupPlan, c *Class, reuse *reusePlan) (occ []occurrence, hosts []string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			names := c.names()
+			if len(names) > 3 {
+				names = append(names[:3:3], fmt.Sprintf("and %d more", len(names)-3))
+			}
+			occ, hosts, err = nil, nil, fmt.Errorf("internal error while checking the hosts of clients %s: %v", strings.Join(names, ", "), r)
+		}
+	}()
+	if testHookClass != nil {
+		testHookClass(c)
+	}
+	return classOccurrences(ix, shared, grouping, c, reuse)
+}
+
+// testHookClass, when set, is called with each class before its hosts are checked; tests use
+// it to make a worker panic.
+var testHookClass func(c *Class)
 
 // classOccurrences is what `cluster HOST` reports for each host in the scope of the class's
 // proxy (Explainer.HostDiagnostics), or, where reuse allows, what the class of its namespace's default

@@ -101,3 +101,20 @@ func smallBenchMesh(t *testing.T) *model.Snapshot {
 	}
 	return snap
 }
+
+// TestPanicCheckingAClassIsAnError: a panic on a worker that checks a class's hosts ends the
+// check with an error naming the clients, not the process.
+func TestPanicCheckingAClassIsAnError(t *testing.T) {
+	snap := smallBenchMesh(t)
+	testHookClass = func(c *Class) {
+		if c.Namespace == gen.NamespaceName(1) {
+			panic("boom")
+		}
+	}
+	defer func() { testHookClass = nil }()
+	_, err := Run(snap, Options{Workers: 2})
+	if err == nil || !strings.Contains(err.Error(), "internal error while checking the hosts of clients") ||
+		!strings.Contains(err.Error(), gen.NamespaceName(1)) || !strings.Contains(err.Error(), "boom") {
+		t.Fatalf("Run = %v, want the panic as an error naming the clients of %s", err, gen.NamespaceName(1))
+	}
+}

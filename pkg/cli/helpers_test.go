@@ -40,10 +40,15 @@ type fakes struct {
 	istiods     []Istiod
 	istiodErr   error
 	istiodLists int
+	// istiodPanic, when set, is what listing the istiods panics with.
+	istiodPanic any
 }
 
 func (f *fakes) listIstiods(context.Context, string) ([]Istiod, error) {
 	f.istiodLists++
+	if f.istiodPanic != nil {
+		panic(f.istiodPanic)
+	}
 	return f.istiods, f.istiodErr
 }
 

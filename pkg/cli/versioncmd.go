@@ -261,7 +261,7 @@ func (o *CommonOptions) istiodLister() IstiodLister {
 // withIstiodCheck wraps the RunE of a command that reads the cluster: when it reads live, the
 // istiods are listed alongside, and those of another version than the modelled one are
 // reported once, as warnings after the command's own output. A list that fails or is
-// refused adds nothing.
+// refused adds nothing; one that panics adds a warning.
 func withIstiodCheck(o *CommonOptions, cmd *cobra.Command) {
 	run := cmd.RunE
 	cmd.RunE = func(c *cobra.Command, args []string) error {
@@ -275,6 +275,12 @@ func withIstiodCheck(o *CommonOptions, cmd *cobra.Command) {
 		ctx, cancel := context.WithCancel(c.Context())
 		defer cancel()
 		wg.Go(func() {
+			defer func() {
+				// A panic on this goroutine would end the process: it is one more warning.
+				if r := recover(); r != nil {
+					warnings = []string{fmt.Sprintf("the istiod version was not checked: internal error: %v", r)}
+				}
+			}()
 			if istiods, err := o.istiodLister()(ctx, o.IstioNamespace); err == nil {
 				if o.Revision != "" {
 					istiods = slices.DeleteFunc(istiods, func(i Istiod) bool { return i.Revision != o.Revision })

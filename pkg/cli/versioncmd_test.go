@@ -123,7 +123,8 @@ func TestVersionCommand(t *testing.T) {
 }
 
 // cluster and authz warn once about an istiod of another version when they read the cluster,
-// never from files, and say nothing when the list fails.
+// never from files, and say nothing when the list fails (a panic of the list's goroutine is a
+// warning, not the end of the process).
 func TestIstiodVersionWarning(t *testing.T) {
 	old := Istiod{Namespace: "istio-system", Name: "istiod", Revision: "default", Image: "docker.io/istio/pilot:1.2.0", Version: "1.2.0"}
 	canary := Istiod{Namespace: "istio-system", Name: "istiod-canary", Revision: "canary", Image: "docker.io/istio/pilot:1.3.0", Version: "1.3.0"}
@@ -145,11 +146,15 @@ func TestIstiodVersionWarning(t *testing.T) {
 		{"overlay reads the cluster", []string{"cluster", "reviews", "-n", "default", "-o", "json", "-f", "x.yaml", "--overlay"}, []Istiod{old}, nil, warn(old), 1},
 		{"files", []string{"cluster", "reviews", "-n", "default", "-o", "json", "-f", "x.yaml"}, []Istiod{old}, nil, "", 0},
 		{"refused", []string{"cluster", "reviews", "-n", "default", "-o", "json"}, nil, errors.New("forbidden"), "", 1},
+		{"the list panics", []string{"cluster", "reviews", "-n", "default", "-o", "json"}, nil, nil, "warning: the istiod version was not checked: internal error: boom\n", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &fakes{istiods: tc.istiods, istiodErr: tc.err,
 				authzResults: []*explain.Result{{APIVersion: explain.APIVersion, Kind: explain.KindAuthzExplanation,
 					Subject: explain.Subject{Kind: "Workload", Workload: "pod/a"}}}}
+			if tc.name == "the list panics" {
+				f.istiodPanic = "boom"
+			}
 			r := runWith(t, f, tc.args...)
 			if r.code != ExitOK || r.stderr != tc.want || f.istiodLists != tc.lists || !strings.HasPrefix(r.stdout, "{") {
 				t.Errorf("want stderr %q and %d list(s), got %d\n%s", tc.want, tc.lists, f.istiodLists, r)

@@ -187,7 +187,7 @@ func (l *loader) readLive(ctx context.Context, c *clients) error {
 				t.err = ctx.Err()
 				return
 			}
-			l.run(ctx, c, t)
+			l.runSafely(ctx, c, t)
 			t.done = time.Now()
 			if l.spec.Progress != nil {
 				l.spec.Progress(Progress{Done: int(done.Add(1)), Total: len(tasks), Objects: int(objects.Add(int64(len(t.objs))))})
@@ -312,6 +312,24 @@ func planReads(reads []Read) ([]*readTask, error) {
 	}
 	return tasks, nil
 }
+
+// runSafely is run on a read's goroutine, where a panic would end the process: it is
+// recovered as the read's error, so the kind is reported as not read and the rest is explained.
+func (l *loader) runSafely(ctx context.Context, c *clients, t *readTask) {
+	defer func() {
+		if r := recover(); r != nil {
+			t.objs, t.cm, t.err = nil, nil, fmt.Errorf("internal error: %v", r)
+		}
+	}()
+	if testHookRun != nil {
+		testHookRun(t)
+	}
+	l.run(ctx, c, t)
+}
+
+// testHookRun, when set, is called with each read before it is made; tests use it to make a
+// read panic.
+var testHookRun func(t *readTask)
 
 func (l *loader) run(ctx context.Context, c *clients, t *readTask) {
 	switch {

@@ -227,8 +227,15 @@ func listPages[I any](ctx context.Context, rc rest.Interface, ki *kindInfo, ns, 
 			opts.Continue = cont
 			next = make(chan pageResult[I], 1)
 			go func(opts metav1.ListOptions) {
-				p, err := fetchPage[I](ctx, rc, ki, ns, opts)
-				next <- pageResult[I]{p, err}
+				var r pageResult[I]
+				defer func() {
+					// A panic on this goroutine would end the process: it fails the list.
+					if p := recover(); p != nil {
+						r = pageResult[I]{err: fmt.Errorf("internal error: %v", p)}
+					}
+					next <- r
+				}()
+				r.page, r.err = fetchPage[I](ctx, rc, ki, ns, opts)
 			}(opts)
 		}
 		for i := range page.Items {

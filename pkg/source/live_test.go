@@ -623,3 +623,31 @@ func TestLiveGetsNamedPodsAndServices(t *testing.T) {
 		t.Errorf("error = %v, want that DestinationRules cannot be read by name", err)
 	}
 }
+
+// TestPanicWhileReadingIsAnIssueNamingTheKind: a read that panics on its goroutine is reported
+// as that kind not read, and the other kinds are still loaded.
+func TestPanicWhileReadingIsAnIssueNamingTheKind(t *testing.T) {
+	f := newFakeCluster(
+		[]runtime.Object{&corev1.Service{ObjectMeta: objMeta("bookinfo", "reviews", "11")}},
+		[]runtime.Object{liveDR("bookinfo", "reviews", "reviews", 0)},
+	)
+	testHookRun = func(t *readTask) {
+		if t.kind != nil && t.kind.kind == KindDestinationRule {
+			panic("boom")
+		}
+	}
+	defer func() { testHookRun = nil }()
+	snap, err := load(t.Context(), Spec{Reads: []Read{{Kind: KindService}, {Kind: KindDestinationRule, Namespaces: []string{"bookinfo"}}}}, f.clients())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"Service bookinfo/reviews"}, keys(snap)); diff != "" {
+		t.Errorf("objects (-want +got):\n%s", diff)
+	}
+	if _, ok := snap.Incomplete["MeshConfig"]; ok {
+		t.Errorf("the MeshConfig read failed too: %v", issues(snap))
+	}
+	if why := snap.Incomplete[KindDestinationRule]; !strings.Contains(why, "internal error: boom") {
+		t.Errorf("Incomplete[DestinationRule] = %q, want the panic named; issues: %v", why, issues(snap))
+	}
+}
