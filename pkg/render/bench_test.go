@@ -70,3 +70,20 @@ func BenchmarkTableClusterResult(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkJSONLargeResult prints a document of megabytes (400 clusters of 45 traces), the
+// size of a waypoint's answer in the bench mesh, whose objects writeJSON encodes and indents on
+// every core.
+func BenchmarkJSONLargeResult(b *testing.B) {
+	r := largeClusterResult(b, 400)
+	p, err := For(FormatJSON, noColor)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := p.Print(io.Discard, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -47,7 +47,7 @@ func (p checkData) PrintCheck(w io.Writer, r *explain.CheckReport) error {
 		c.Findings = []explain.Finding{}
 		r = &c
 	}
-	return dataPrinter{yaml: p.yaml}.write(w, r)
+	return dataPrinter{yaml: p.yaml}.write(w, r, nil, 0)
 }
 
 // checkTable prints findings grouped by the resource to change: a title line with the

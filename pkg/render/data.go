@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -36,7 +39,7 @@ func (p dataPrinter) Print(w io.Writer, r *explain.Result) error {
 	if err != nil {
 		return err
 	}
-	return p.write(w, n)
+	return p.write(w, n, []*explain.Result{n}, 2)
 }
 
 func (p dataPrinter) PrintList(w io.Writer, rs []*explain.Result) error {
@@ -48,25 +51,137 @@ func (p dataPrinter) PrintList(w io.Writer, rs []*explain.Result) error {
 		}
 		l.Items = append(l.Items, n)
 	}
-	return p.write(w, l)
+	return p.write(w, l, l.Items, 4)
 }
 
-func (p dataPrinter) write(w io.Writer, v any) error {
-	var compact bytes.Buffer
-	enc := json.NewEncoder(&compact)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+// write prints the document v, whose results are rs (normalized copies, which it may change),
+// their objects at depth levels of nesting: 2 in a result (`{"objects":[{`), 4 in a list
+// (`{"items":[{"objects":[{`).
+func (p dataPrinter) write(w io.Writer, v any, rs []*explain.Result, depth int) error {
+	if !p.yaml {
+		return writeJSON(w, v, rs, depth)
+	}
+	compact, err := compactJSON(v)
+	if err != nil {
 		return err
 	}
-	if p.yaml {
-		y, err := yaml.JSONToYAML(compact.Bytes())
+	y, err := yaml.JSONToYAML(compact)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(y)
+	return err
+}
+
+// compactJSON is v as the document's Encoder writes it, without the final newline.
+func compactJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// objectsKey is how the objects of a result begin in the compact document.
+var objectsKey = []byte(`"objects":[]`)
+
+// writeJSON writes the document v indented, its results' objects (most of a large document:
+// a waypoint's is megabytes of filters) encoded and indented on every core. The rest of the
+// document is encoded with the objects left out, and each result's objects are put back in
+// their place, `"objects":[]`, which only the key of a result's objects can spell in compact
+// JSON (a string's quotes inside a value are escaped). The bytes are those of writeIndented
+// on the whole compact document (TestWriteJSONMatchesIndent).
+func writeJSON(w io.Writer, v any, rs []*explain.Result, depth int) error {
+	objs := make([][]explain.Object, len(rs))
+	for i, r := range rs {
+		objs[i], r.Objects = r.Objects, []explain.Object{}
+	}
+	skeleton, err := compactJSON(v)
+	for i, r := range rs {
+		r.Objects = objs[i]
+	}
+	if err != nil {
+		return err
+	}
+	type job struct {
+		o   *explain.Object
+		out []byte
+		err error
+	}
+	var jobs []*job
+	for i := range objs {
+		for j := range objs[i] {
+			jobs = append(jobs, &job{o: &objs[i][j]})
+		}
+	}
+	if bytes.Count(skeleton, objectsKey) != len(rs) {
+		// Not the document this expects: the objects in place, indented in one pass.
+		compact, err := compactJSON(v)
 		if err != nil {
 			return err
 		}
-		_, err = w.Write(y)
-		return err
+		return writeIndented(w, compact)
 	}
-	return writeIndented(w, compact.Bytes())
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(jobs)) {
+		wg.Go(func() {
+			for k := int(next.Add(1) - 1); k < len(jobs); k = int(next.Add(1) - 1) {
+				jb := jobs[k]
+				func() {
+					defer func() {
+						if r := recover(); r != nil {
+							jb.err = fmt.Errorf("internal error: %v", r)
+						}
+					}()
+					compact, err := compactJSON(jb.o)
+					if err != nil {
+						jb.err = err
+						return
+					}
+					var b bytes.Buffer
+					in := indenter{w: &b, depth: depth}
+					in.write(compact)
+					jb.out = b.Bytes()
+				}()
+			}
+		})
+	}
+	wg.Wait()
+	bw := bufio.NewWriterSize(w, 64<<10)
+	in := indenter{w: bw}
+	k := 0
+	for i := range rs {
+		at := bytes.Index(skeleton, objectsKey) + len(objectsKey) - 2
+		in.write(skeleton[:at])
+		skeleton = skeleton[at+2:]
+		if len(objs[i]) == 0 {
+			bw.WriteString("[]")
+			continue
+		}
+		bw.WriteByte('[')
+		in.depth++
+		for j := range objs[i] {
+			jb := jobs[k]
+			k++
+			if jb.err != nil {
+				return jb.err
+			}
+			if j > 0 {
+				bw.WriteByte(',')
+			}
+			in.newline()
+			bw.Write(jb.out)
+		}
+		in.depth--
+		in.newline()
+		bw.WriteByte(']')
+	}
+	in.write(skeleton)
+	bw.WriteByte('\n')
+	return bw.Flush()
 }
 
 // writeIndented writes the compact JSON document src to w indented by two spaces: the bytes
@@ -77,23 +192,45 @@ func (p dataPrinter) write(w io.Writer, v any) error {
 // TestWriteIndentedMatchesIndent compares the two.
 func writeIndented(w io.Writer, src []byte) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
-	depth := 0
-	// needIndent delays the newline after { or [ so an empty object or array stays {} or [].
-	needIndent := false
-	// indent is a newline and the indent of the deepest level so far.
-	indent := []byte("\n")
-	newline := func() {
-		for len(indent) < 1+2*depth {
-			indent = append(indent, "  "...)
-		}
-		bw.Write(indent[:1+2*depth])
+	in := indenter{w: bw}
+	in.write(src)
+	return bw.Flush()
+}
+
+// indenter indents compact JSON as writeIndented does, from depth levels of nesting: a document
+// can be written in parts, and a value nested depth levels deep indented on its own.
+type indenter struct {
+	w interface {
+		io.Writer
+		io.ByteWriter
+		io.StringWriter
 	}
+	depth int
+	// needIndent delays the newline after { or [ so an empty object or array stays {} or [].
+	needIndent bool
+	// indent is a newline and the indent of the deepest level so far.
+	indent []byte
+}
+
+func (in *indenter) newline() {
+	if len(in.indent) == 0 {
+		in.indent = []byte("\n")
+	}
+	for len(in.indent) < 1+2*in.depth {
+		in.indent = append(in.indent, "  "...)
+	}
+	in.w.Write(in.indent[:1+2*in.depth])
+}
+
+// write writes src, compact JSON that ends outside a string.
+func (in *indenter) write(src []byte) {
+	bw := in.w
 	for i := 0; i < len(src); {
 		c := src[i]
-		if needIndent && c != '}' && c != ']' {
-			needIndent = false
-			depth++
-			newline()
+		if in.needIndent && c != '}' && c != ']' {
+			in.needIndent = false
+			in.depth++
+			in.newline()
 		}
 		switch c {
 		case '"':
@@ -117,18 +254,18 @@ func writeIndented(w io.Writer, src []byte) error {
 			continue
 		case '{', '[':
 			bw.WriteByte(c)
-			needIndent = true
+			in.needIndent = true
 		case ',':
 			bw.WriteByte(c)
-			newline()
+			in.newline()
 		case ':':
 			bw.WriteString(": ")
 		case '}', ']':
-			if needIndent {
-				needIndent = false
+			if in.needIndent {
+				in.needIndent = false
 			} else {
-				depth--
-				newline()
+				in.depth--
+				in.newline()
 			}
 			bw.WriteByte(c)
 		default:
@@ -143,7 +280,6 @@ func writeIndented(w io.Writer, src []byte) error {
 		}
 		i++
 	}
-	return bw.Flush()
 }
 
 // isJSONPunct reports whether c starts a string or is structural outside strings.
@@ -166,6 +302,13 @@ func normalize(r *explain.Result) (*explain.Result, error) {
 	c := *r
 	c.Objects = make([]explain.Object, len(r.Objects))
 	pj := protoJSON{done: map[proto.Message][]byte{}}
+	var ms []proto.Message
+	for _, o := range r.Objects {
+		if len(o.Value) == 0 && o.Message != nil {
+			ms = append(ms, o.Message)
+		}
+	}
+	pj.prepare(ms)
 	for i, o := range r.Objects {
 		if o.Origins == nil {
 			o.Origins = []provenance.FieldTrace{}
@@ -210,6 +353,50 @@ func (p protoJSON) marshal(m proto.Message) ([]byte, error) {
 	}
 	p.done[m] = b
 	return b, nil
+}
+
+// prepare gives protojson, on every core, what marshal will give it for ms, each message once:
+// a message, or the filters of a chain put together from them (a waypoint's document holds
+// megabytes of them). A message that fails is left for marshal, which reports it.
+func (p protoJSON) prepare(ms []proto.Message) {
+	var todo []proto.Message
+	seen := map[proto.Message]bool{}
+	add := func(m proto.Message) {
+		if _, done := p.done[m]; !done && !seen[m] {
+			seen[m] = true
+			todo = append(todo, m)
+		}
+	}
+	for _, m := range ms {
+		if fc, ok := m.(*listenerv3.FilterChain); ok && filtersFirst(fc) {
+			for _, f := range fc.GetFilters() {
+				add(f)
+			}
+			continue
+		}
+		add(m)
+	}
+	out := make([][]byte, len(todo))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(todo)) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(todo); i = int(next.Add(1) - 1) {
+				func() {
+					defer func() { _ = recover() }() // marshal meets it again, on the caller's goroutine
+					if b, err := protojson.Marshal(todo[i]); err == nil {
+						out[i] = b
+					}
+				}()
+			}
+		})
+	}
+	wg.Wait()
+	for i, m := range todo {
+		if out[i] != nil {
+			p.done[m] = out[i]
+		}
+	}
 }
 
 // filtersFirst reports whether filters is the first field protojson prints of fc: it prints

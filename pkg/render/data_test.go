@@ -16,6 +16,8 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 )
 
 // randomJSONValue is a random value for encoding/json: nested objects and arrays (empty ones
@@ -130,5 +132,69 @@ func TestChainJSONIsProtojson(t *testing.T) {
 	}
 	if !filtersFirst(chains[0]) || filtersFirst(chains[4]) || filtersFirst(chains[5]) {
 		t.Errorf("filtersFirst: %v %v %v, want true false false", filtersFirst(chains[0]), filtersFirst(chains[4]), filtersFirst(chains[5]))
+	}
+}
+
+// TestWriteJSONMatchesIndent: the documents writeJSON puts together, the objects encoded and
+// indented on their own, are json.Indent's of the whole document, for one result and for
+// lists (with results without objects, and text that spells the objects key in a value).
+func TestWriteJSONMatchesIndent(t *testing.T) {
+	tricky := clusterResult(t)
+	tricky.Warnings = append(tricky.Warnings, `"objects":[]`, `x","objects":[]`)
+	empty := authzResult("empty")
+	empty.Objects = nil
+	cases := map[string][]*explain.Result{
+		"cluster":      {clusterResult(t)},
+		"authz":        {authzResult("a")},
+		"tricky":       {tricky},
+		"list":         {authzResult("a"), empty, clusterResult(t), tricky},
+		"empty list":   {},
+		"large":        {largeClusterResult(t, 300)},
+		"only empties": {empty, empty},
+	}
+	for name, rs := range cases {
+		for _, list := range []bool{false, true} {
+			if !list && len(rs) != 1 {
+				continue
+			}
+			p := dataPrinter{}
+			var got bytes.Buffer
+			var v any
+			if list {
+				if err := p.PrintList(&got, rs); err != nil {
+					t.Fatal(err)
+				}
+				l := List{APIVersion: explain.APIVersion, Kind: KindList, Items: []*explain.Result{}}
+				for _, r := range rs {
+					n, err := normalize(r)
+					if err != nil {
+						t.Fatal(err)
+					}
+					l.Items = append(l.Items, n)
+				}
+				v = l
+			} else {
+				if err := p.Print(&got, rs[0]); err != nil {
+					t.Fatal(err)
+				}
+				n, err := normalize(rs[0])
+				if err != nil {
+					t.Fatal(err)
+				}
+				v = n
+			}
+			compact, err := compactJSON(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want bytes.Buffer
+			if err := json.Indent(&want, compact, "", "  "); err != nil {
+				t.Fatal(err)
+			}
+			want.WriteByte('\n')
+			if got.String() != want.String() {
+				t.Errorf("%s (list %v): writeJSON differs from json.Indent of the document:\n%s\nwant:\n%s", name, list, got.String(), want.String())
+			}
+		}
 	}
 }
