@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -384,11 +385,21 @@ func workloadOccurrences(snap *model.Snapshot, engines []WorkloadEngine, namespa
 }
 
 // workloadAnswers is workloadOccurrences, and the number of pods that took the answer of a
-// replica (replicaAnswers).
+// replica (replicaAnswers). The pods are explained on every core, the replicas of one owner
+// in order on one goroutine (a replica takes the answer of the first explained); the
+// occurrences come in pod order. A panic in an engine is raised again on the caller's
+// goroutine, where the command reports it, rather than ending the process from a worker.
 func workloadAnswers(snap *model.Snapshot, engines []WorkloadEngine, namespaces []string) ([]occurrence, map[string]int, int) {
-	var out []occurrence
+	type job struct {
+		pod    *corev1.Pod
+		engine int
+		diags  []explain.Diagnostic
+	}
+	var jobs []*job
 	counts := map[string]int{}
-	replicas := newReplicaAnswers()
+	// groups are the jobs by owner (replicaKeyOf), a pod without one alone, in pod order.
+	var groups [][]*job
+	byOwner := map[replicaKey]int{}
 	for _, pod := range snap.Pods {
 		if namespaces != nil && !slices.Contains(namespaces, pod.Namespace) {
 			continue
@@ -398,17 +409,54 @@ func workloadAnswers(snap *model.Snapshot, engines []WorkloadEngine, namespaces 
 			continue
 		}
 		counts[engines[i].DataPlane()]++
-		diags, ok := replicas.answer(pod, i)
-		if !ok {
-			diags = engines[i].Explain(pod).Diagnostics
-			replicas.record(pod, i, diags)
+		j := &job{pod: pod, engine: i}
+		jobs = append(jobs, j)
+		k, ok := replicaKeyOf(pod)
+		if g, seen := byOwner[k]; ok && seen {
+			groups[g] = append(groups[g], j)
+			continue
 		}
-		ref := provenance.Ref{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name}
-		for _, d := range diags {
+		if ok {
+			byOwner[k] = len(groups)
+		}
+		groups = append(groups, []*job{j})
+	}
+	var next, taken atomic.Int64
+	var wg sync.WaitGroup
+	panics := make([]any, len(groups))
+	for range min(runtime.GOMAXPROCS(0), len(groups)) {
+		wg.Go(func() {
+			for g := int(next.Add(1) - 1); g < len(groups); g = int(next.Add(1) - 1) {
+				func() {
+					defer func() { panics[g] = recover() }()
+					replicas := newReplicaAnswers()
+					for _, j := range groups[g] {
+						diags, ok := replicas.answer(j.pod, j.engine)
+						if !ok {
+							diags = engines[j.engine].Explain(j.pod).Diagnostics
+							replicas.record(j.pod, j.engine, diags)
+						}
+						j.diags = diags
+					}
+					taken.Add(int64(replicas.taken))
+				}()
+			}
+		})
+	}
+	wg.Wait()
+	for _, p := range panics {
+		if p != nil {
+			panic(p)
+		}
+	}
+	var out []occurrence
+	for _, j := range jobs {
+		ref := provenance.Ref{Kind: "Pod", Namespace: j.pod.Namespace, Name: j.pod.Name}
+		for _, d := range j.diags {
 			out = append(out, occurrence{d: d, workload: ref.String(), subject: &ref})
 		}
 	}
-	return out, counts, replicas.taken
+	return out, counts, int(taken.Load())
 }
 
 // waypointOccurrences asks `authz waypoint/NAME` of every waypoint (a Gateway of class

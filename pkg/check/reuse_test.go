@@ -6,7 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
 	gen "github.com/mesh-explain/kubectl-mesh-explain/internal/testkit/meshgen"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 )
@@ -117,4 +120,23 @@ func TestPanicCheckingAClassIsAnError(t *testing.T) {
 		!strings.Contains(err.Error(), gen.NamespaceName(1)) || !strings.Contains(err.Error(), "boom") {
 		t.Fatalf("Run = %v, want the panic as an error naming the clients of %s", err, gen.NamespaceName(1))
 	}
+}
+
+// panicEngine answers for every pod by panicking.
+type panicEngine struct{}
+
+func (panicEngine) DataPlane() string                       { return "test" }
+func (panicEngine) Applies(*corev1.Pod) bool                { return true }
+func (panicEngine) Explain(pod *corev1.Pod) *explain.Result { panic("boom " + pod.Name) }
+
+// TestPanicExplainingAWorkloadReachesTheCaller: a panic of an engine on a workload worker is
+// raised again on the caller's goroutine (where the command reports it), not on the worker's.
+func TestPanicExplainingAWorkloadReachesTheCaller(t *testing.T) {
+	snap := smallBenchMesh(t)
+	defer func() {
+		if r, ok := recover().(string); !ok || !strings.HasPrefix(r, "boom ") {
+			t.Errorf("recovered %v, want the engine's panic on the caller's goroutine", r)
+		}
+	}()
+	workloadAnswers(snap, []WorkloadEngine{panicEngine{}}, nil)
 }

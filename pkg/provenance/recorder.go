@@ -3,6 +3,7 @@ package provenance
 import (
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Recorder collects FieldTraces while an engine builds an object. Engines write a value's origin
@@ -15,6 +16,9 @@ type Recorder struct {
 	// its one Shadow; shadows marks those entries (nil while there is none).
 	log     []FieldTrace
 	shadows []bool
+	// mu guards keys, orders and nOrder, which reads fill: a Recorder that is no longer
+	// written (a policy of the pool every ztunnel answer shares) can be read concurrently.
+	mu sync.Mutex
 	// keys is the buffer of sorted, kept for the next read.
 	keys []sortKey
 	// orders are the sorted orders of the path sequences read, by their fingerprint (shape):
@@ -174,6 +178,8 @@ func (r *Recorder) Len() int { return len(r.log) }
 func (r *Recorder) sorted() ([]int32, bool) {
 	noShadows := r.shadows == nil || !slices.Contains(r.shadows, true)
 	k := shape(r.log)
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	for _, o := range r.orders[k] {
 		if o.matches(r.log) {
 			return o.order, noShadows && !o.repeated
