@@ -19,6 +19,7 @@ import (
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain/diag"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/internal/parallel"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
@@ -421,34 +422,19 @@ func workloadAnswers(snap *model.Snapshot, engines []WorkloadEngine, namespaces 
 		}
 		groups = append(groups, []*job{j})
 	}
-	var next, taken atomic.Int64
-	var wg sync.WaitGroup
-	panics := make([]any, len(groups))
-	for range min(runtime.GOMAXPROCS(0), len(groups)) {
-		wg.Go(func() {
-			for g := int(next.Add(1) - 1); g < len(groups); g = int(next.Add(1) - 1) {
-				func() {
-					defer func() { panics[g] = recover() }()
-					replicas := newReplicaAnswers()
-					for _, j := range groups[g] {
-						diags, ok := replicas.answer(j.pod, j.engine)
-						if !ok {
-							diags = engines[j.engine].Explain(j.pod).Diagnostics
-							replicas.record(j.pod, j.engine, diags)
-						}
-						j.diags = diags
-					}
-					taken.Add(int64(replicas.taken))
-				}()
+	var taken atomic.Int64
+	parallel.Each(len(groups), func(g int) {
+		replicas := newReplicaAnswers()
+		for _, j := range groups[g] {
+			diags, ok := replicas.answer(j.pod, j.engine)
+			if !ok {
+				diags = engines[j.engine].Explain(j.pod).Diagnostics
+				replicas.record(j.pod, j.engine, diags)
 			}
-		})
-	}
-	wg.Wait()
-	for _, p := range panics {
-		if p != nil {
-			panic(p)
+			j.diags = diags
 		}
-	}
+		taken.Add(int64(replicas.taken))
+	})
 	var out []occurrence
 	for _, j := range jobs {
 		ref := provenance.Ref{Kind: "Pod", Namespace: j.pod.Namespace, Name: j.pod.Name}

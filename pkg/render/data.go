@@ -6,9 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"runtime"
-	"sync"
-	"sync/atomic"
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -17,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/internal/parallel"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
 
@@ -124,32 +122,18 @@ func writeJSON(w io.Writer, v any, rs []*explain.Result, depth int) error {
 		}
 		return writeIndented(w, compact)
 	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(jobs)) {
-		wg.Go(func() {
-			for k := int(next.Add(1) - 1); k < len(jobs); k = int(next.Add(1) - 1) {
-				jb := jobs[k]
-				func() {
-					defer func() {
-						if r := recover(); r != nil {
-							jb.err = fmt.Errorf("internal error: %v", r)
-						}
-					}()
-					compact, err := compactJSON(jb.o)
-					if err != nil {
-						jb.err = err
-						return
-					}
-					var b bytes.Buffer
-					in := indenter{w: &b, depth: depth}
-					in.write(compact)
-					jb.out = b.Bytes()
-				}()
-			}
-		})
-	}
-	wg.Wait()
+	parallel.Each(len(jobs), func(k int) {
+		jb := jobs[k]
+		compact, err := compactJSON(jb.o)
+		if err != nil {
+			jb.err = err
+			return
+		}
+		var b bytes.Buffer
+		in := indenter{w: &b, depth: depth}
+		in.write(compact)
+		jb.out = b.Bytes()
+	})
 	bw := bufio.NewWriterSize(w, 64<<10)
 	in := indenter{w: bw}
 	k := 0
@@ -377,21 +361,11 @@ func (p protoJSON) prepare(ms []proto.Message) {
 		add(m)
 	}
 	out := make([][]byte, len(todo))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(todo)) {
-		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < len(todo); i = int(next.Add(1) - 1) {
-				func() {
-					defer func() { _ = recover() }() // marshal meets it again, on the caller's goroutine
-					if b, err := protojson.Marshal(todo[i]); err == nil {
-						out[i] = b
-					}
-				}()
-			}
-		})
-	}
-	wg.Wait()
+	parallel.Each(len(todo), func(i int) {
+		if b, err := protojson.Marshal(todo[i]); err == nil {
+			out[i] = b
+		}
+	})
 	for i, m := range todo {
 		if out[i] != nil {
 			p.done[m] = out[i]
