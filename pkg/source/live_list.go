@@ -298,9 +298,9 @@ func decodeText(err error) string {
 	return strings.Join(keep, ": ")
 }
 
-// goTypePrefixRE matches a Go type (generic, or package.Type) and the dot that joins it to
-// the decoder's words.
-var goTypePrefixRE = regexp.MustCompile(`^(?:\S*\]|[\w/.-]*\.[A-Z]\w*)\.`)
+// goTypePrefixRE matches a Go type (generic, or package.Type, exported or not:
+// `source.liveMeta`) and the dot that joins it to the decoder's words.
+var goTypePrefixRE = regexp.MustCompile(`^(?:\S*\]|[a-z][\w/.-]*\.[A-Za-z_]\w*)\.`)
 
 // malformedError is a list page that is not the JSON list it should be.
 type malformedError struct {
