@@ -110,8 +110,8 @@ func findPort(pod *corev1.Pod, sp corev1.ServicePort) (uint32, bool) {
 // serviceTargets is GetProxyServiceTargets for a pod: the Services of its namespace whose
 // non-empty selector matches it, oldest first (then by hostname), each port resolved to its
 // target port (deduplicated per Service), and one chain config per target port: the first
-// Service wins (getFilterChainsByServicePort).
-// services are the Services of the pod's namespace (or more).
+// Service wins (getFilterChainsByServicePort). services are the Services to look in: those of
+// the pod's namespace, or more.
 func serviceTargets(services []*corev1.Service, pod *corev1.Pod) []*target {
 	var svcs []*corev1.Service
 	for _, s := range services {
