@@ -44,19 +44,24 @@ func suffix(k int) string {
 	return fmt.Sprintf(".extra%d", k)
 }
 
+// BenchmarkTableClusterResult prints a host of 8 clusters in every human format and json, and
+// (json-large) a document of megabytes, 400 clusters of 45 traces, the size of a waypoint's
+// answer in the bench mesh, whose objects writeJSON encodes and indents on every core.
 func BenchmarkTableClusterResult(b *testing.B) {
-	r := largeClusterResult(b, 8)
 	for _, bc := range []struct {
-		name   string
-		format string
-		o      Options
+		name     string
+		format   string
+		o        Options
+		clusters int
 	}{
-		{"table", FormatTable, noColor},
-		{"wide", FormatWide, noColor},
-		{"table-color", FormatTable, Options{Color: ColorAlways, Width: 120}},
-		{"json", FormatJSON, noColor},
+		{"table", FormatTable, noColor, 8},
+		{"wide", FormatWide, noColor, 8},
+		{"table-color", FormatTable, Options{Color: ColorAlways, Width: 120}, 8},
+		{"json", FormatJSON, noColor, 8},
+		{"json-large", FormatJSON, noColor, 400},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
+			r := largeClusterResult(b, bc.clusters)
 			p, err := For(bc.format, bc.o)
 			if err != nil {
 				b.Fatal(err)
@@ -68,22 +73,5 @@ func BenchmarkTableClusterResult(b *testing.B) {
 				}
 			}
 		})
-	}
-}
-
-// BenchmarkJSONLargeResult prints a document of megabytes (400 clusters of 45 traces), the
-// size of a waypoint's answer in the bench mesh, whose objects writeJSON encodes and indents on
-// every core.
-func BenchmarkJSONLargeResult(b *testing.B) {
-	r := largeClusterResult(b, 400)
-	p, err := For(FormatJSON, noColor)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := p.Print(io.Discard, r); err != nil {
-			b.Fatal(err)
-		}
 	}
 }
