@@ -15,7 +15,7 @@ import (
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/mesh-explain/kubectl-mesh-explain/conformance/gen"
+	gen "github.com/mesh-explain/kubectl-mesh-explain/internal/testkit/scenariogen"
 	"github.com/mesh-explain/kubectl-mesh-explain/conformance/istiorun"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/cli"
 )

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mesh-explain/kubectl-mesh-explain/conformance/gen"
+	gen "github.com/mesh-explain/kubectl-mesh-explain/internal/testkit/scenariogen"
 	"github.com/mesh-explain/kubectl-mesh-explain/conformance/istiorun"
 )
 

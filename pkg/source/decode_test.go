@@ -100,6 +100,23 @@ func TestDecodeProblems(t *testing.T) {
 			}},
 		},
 		{
+			name: "a namespace the API server rejects",
+			in:   "apiVersion: v1\nkind: Service\nmetadata:\n  name: a\n  namespace: GRPC\n",
+			want: []issue{{
+				Severity: "error", Position: "<stdin>:5:3", Field: "metadata.namespace",
+				Message: `Service "a": invalid namespace "GRPC": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?'); the API server rejects it, and the object is skipped`,
+			}},
+		},
+		{
+			name: "a Service name must be a DNS-1035 label, other names a DNS-1123 subdomain",
+			in: "apiVersion: v1\nkind: Service\nmetadata: {name: a.b, namespace: ns1}\n---\n" +
+				"apiVersion: networking.istio.io/v1\nkind: DestinationRule\nmetadata: {name: a.b, namespace: ns1}\nspec: {host: a}\n",
+			want: []issue{{
+				Severity: "error", Position: "<stdin>:3:12", Field: "metadata.name",
+				Message: `Service "a.b": invalid name "a.b": a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?'); the API server rejects it, and the object is skipped`,
+			}},
+		},
+		{
 			name: "a spec that is not a mapping",
 			in:   "apiVersion: security.istio.io/v1\nkind: AuthorizationPolicy\nmetadata: {name: a, namespace: ns1}\nspec: [1]\n",
 			want: []issue{{

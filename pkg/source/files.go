@@ -17,6 +17,7 @@ import (
 	"gopkg.in/yaml.v3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/internal/strdist"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
@@ -742,6 +743,13 @@ func (l *loader) loadDocument(d document, js []byte, inherit *header) {
 		return
 	}
 	ns := l.objectNamespace(ki, h.Metadata.Namespace)
+	if field, msg := invalidName(ki, h.Metadata.Name, ns); msg != "" {
+		l.issue(model.LoadIssue{
+			Severity: "error", Position: d.at(field), Field: field,
+			Message: fmt.Sprintf("%s %q: %s; the API server rejects it, and the object is skipped", h.Kind, h.Metadata.Name, msg),
+		})
+		return
+	}
 	if l.spec.FilterFiles && !l.planned(ki, ns, h.Metadata.Name) {
 		// A cluster read with the same plan would not return it.
 		return
@@ -772,6 +780,34 @@ func (l *loader) loadDocument(d document, js []byte, inherit *header) {
 	o.SetNamespace(ns)
 	o.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{Group: ki.group, Version: ki.versions[0], Kind: ki.kind})
 	l.addFileObject(d, model.ObjectKey{Kind: ki.kind, Namespace: ns, Name: h.Metadata.Name}, o)
+}
+
+// invalidName checks an object's name and namespace as the API server does (apimachinery's
+// ValidateObjectMeta with the kind's name rule: a DNS-1035 label for a Service, a DNS-1123
+// label for a Namespace, a DNS-1123 subdomain otherwise; the namespace a DNS-1123 label) and
+// returns the field at fault and kubectl's words for it, or "" when both are valid. An object
+// the API server would not take must not answer for one that a file spells otherwise: istiod
+// never sees it.
+func invalidName(ki *kindInfo, name, ns string) (field, msg string) {
+	var errs []string
+	switch ki.kind {
+	case KindService:
+		errs = validation.IsDNS1035Label(name)
+	case KindNamespace:
+		errs = validation.IsDNS1123Label(name)
+	default:
+		errs = validation.IsDNS1123Subdomain(name)
+	}
+	if len(errs) > 0 {
+		return "metadata.name", fmt.Sprintf("invalid name %q: %s", name, strings.Join(errs, "; "))
+	}
+	if ns == "" {
+		return "", ""
+	}
+	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+		return "metadata.namespace", fmt.Sprintf("invalid namespace %q: %s", ns, strings.Join(errs, "; "))
+	}
+	return "", ""
 }
 
 // kindHint is the "did you mean" of an unknown kind in one of the groups the engines read: a

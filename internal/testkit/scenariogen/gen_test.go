@@ -1,4 +1,4 @@
-package gen
+package scenariogen
 
 import (
 	"bytes"
@@ -152,6 +152,53 @@ func TestWaypointCoversEveryAttachment(t *testing.T) {
 	} {
 		if !seen[want] {
 			t.Errorf("300 waypoint scenarios never have %s", want)
+		}
+	}
+}
+
+func TestMutate(t *testing.T) {
+	base := func() *Scenario {
+		return &Scenario{Docs: []map[string]any{
+			{"kind": "A", "metadata": map[string]any{"name": "a", "namespace": "foo"}},
+			{"kind": "B", "metadata": map[string]any{"name": "b", "namespace": "bar"}, "spec": map[string]any{"n": 1}},
+		}}
+	}
+	tests := []struct {
+		name  string
+		edits []byte
+		want  string
+	}{
+		{"no edits", nil, `{"kind":"A","metadata":{"name":"a","namespace":"foo"}}` + "\n" + `{"kind":"B","metadata":{"name":"b","namespace":"bar"},"spec":{"n":1}}` + "\n"},
+		{"drop the second", []byte{0, 1}, `{"kind":"A","metadata":{"name":"a","namespace":"foo"}}` + "\n"},
+		{"copy the first", []byte{1, 0}, `{"kind":"A","metadata":{"name":"a","namespace":"foo"}}` + "\n" + `{"kind":"B","metadata":{"name":"b","namespace":"bar"},"spec":{"n":1}}` + "\n" + `{"kind":"A","metadata":{"name":"a","namespace":"foo"}}` + "\n"},
+		// The paths of A: kind, metadata, metadata.name, metadata.namespace.
+		{"set metadata.name of A to Values[3]", []byte{2, 0, 2, 3}, `{"kind":"A","metadata":{"name":-1,"namespace":"foo"}}` + "\n" + `{"kind":"B","metadata":{"name":"b","namespace":"bar"},"spec":{"n":1}}` + "\n"},
+		{"delete metadata of A", []byte{3, 0, 1}, `{"kind":"A"}` + "\n" + `{"kind":"B","metadata":{"name":"b","namespace":"bar"},"spec":{"n":1}}` + "\n"},
+		{"move B to foo", []byte{4, 1, 0}, `{"kind":"A","metadata":{"name":"a","namespace":"foo"}}` + "\n" + `{"kind":"B","metadata":{"name":"b","namespace":"foo"},"spec":{"n":1}}` + "\n"},
+		{"move A to no namespace", []byte{4, 0, 2}, `{"kind":"A","metadata":{"name":"a"}}` + "\n" + `{"kind":"B","metadata":{"name":"b","namespace":"bar"},"spec":{"n":1}}` + "\n"},
+		// The paths of B: kind, metadata, metadata.name, metadata.namespace, spec, spec.n.
+		{"copy A's namespace to B's spec.n", []byte{5, 1, 5, 0, 3}, `{"kind":"A","metadata":{"name":"a","namespace":"foo"}}` + "\n" + `{"kind":"B","metadata":{"name":"b","namespace":"bar"},"spec":{"n":"foo"}}` + "\n"},
+		{"operands wrap around", []byte{6, 3}, `{"kind":"A","metadata":{"name":"a","namespace":"foo"}}` + "\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := base()
+			s.Mutate(tt.edits)
+			got, err := s.JSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tt.want {
+				t.Errorf("got\n%s\nwant\n%s", got, tt.want)
+			}
+		})
+	}
+	// Every edit of every generated scenario leaves documents the YAML writer takes.
+	for seed := uint64(1); seed < 40; seed++ {
+		s := Generate("sidecar", seed)
+		s.Mutate([]byte{2, byte(seed), byte(seed * 7), byte(seed * 3), 5, 0, byte(seed), 1, byte(seed * 5), 0, 0})
+		if _, err := s.YAML(); err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
 		}
 	}
 }
