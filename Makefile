@@ -53,7 +53,8 @@ FUZZTIME     ?= 30s
 FUZZMINIMIZETIME ?= 2s
 FUZZ_TARGETS := ./pkg/source:FuzzLoadBytes ./pkg/source:FuzzScanHeader ./pkg/source:FuzzParseMeshConfig \
                 ./pkg/source:FuzzOverlay ./pkg/source:FuzzLivePageJSON ./pkg/source:FuzzProtoList \
-                ./pkg/render:FuzzRender ./pkg/render:FuzzSafe ./pkg/cli:FuzzArgs
+                ./pkg/render:FuzzRender ./pkg/render:FuzzSafe ./pkg/cli:FuzzArgs \
+                ./pkg/check:FuzzEnginesAgreeWithCheck
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -10,6 +10,10 @@
 // `-f` does and drives the cluster engine (source, index, envoycluster), so only external test
 // packages (package X_test), hack/meshgen and the conformance module import it.
 //
+// Its subpackage scenariogen generates the small seeded scenarios (a host, an ambient pod, a
+// pod with a sidecar, a waypoint) that the conformance module compares with Istio, and edits
+// them from a fuzzer's bytes for the engines' fuzz target (pkg/check). It imports only YAML.
+//
 // It lives at the module root, not under pkg/internal, so that hack/meshgen and the
-// conformance module can import meshgen too.
+// conformance module can import meshgen and scenariogen too.
 package testkit
