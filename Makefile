@@ -54,7 +54,7 @@ FUZZMINIMIZETIME ?= 2s
 FUZZ_TARGETS := ./pkg/source:FuzzLoadBytes ./pkg/source:FuzzScanHeader ./pkg/source:FuzzParseMeshConfig \
                 ./pkg/source:FuzzOverlay ./pkg/source:FuzzLivePageJSON ./pkg/source:FuzzProtoList \
                 ./pkg/render:FuzzRender ./pkg/render:FuzzSafe ./pkg/cli:FuzzArgs \
-                ./pkg/check:FuzzEnginesAgreeWithCheck
+                ./pkg/check:FuzzEnginesAgreeWithCheck ./pkg/cli:FuzzScenarioCommand
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
