@@ -14,12 +14,16 @@ import (
 // ResolveHost turns the host a user typed into the registry services with that hostname, one per
 // namespace that defines it (sorted by namespace). It accepts a short name (resolved in
 // namespace, as kubectl would), `name.ns`, `name.ns.svc`, a full hostname, a ServiceEntry host
-// including a wildcard one, and a name that only a wildcard ServiceEntry host covers (the most
+// including a wildcard one (as written, or in lower case), and a name that only a wildcard ServiceEntry host covers (the most
 // specific one is returned, as istiod builds clusters only for the wildcard host). When nothing
 // matches it returns an *explain.NotFoundError whose Hint names the nearest known hostnames.
 func (ix *Index) ResolveHost(host, namespace string) ([]*Service, error) {
-	h := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(host)), ".")
-	for _, cand := range meshhost.Candidates(h, namespace) {
+	// istiod compares hosts as written: a ServiceEntry host API.example.com is not
+	// api.example.com. The host is looked up as typed first, then in lower case, as DNS reads
+	// it and as every Kubernetes Service name is.
+	typed := strings.TrimSuffix(strings.TrimSpace(host), ".")
+	h := strings.ToLower(typed)
+	for _, cand := range append(meshhost.Candidates(typed, namespace), meshhost.Candidates(h, namespace)...) {
 		if byNs, ok := ix.groups[cand]; ok {
 			return ix.groupServices(byNs), nil
 		}

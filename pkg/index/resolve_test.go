@@ -22,6 +22,9 @@ func TestResolveHost(t *testing.T) {
 		serviceEntry("api", "egress", networking.ServiceEntry_DNS, "api.example.com"),
 		serviceEntry("dup-a", "team-a", networking.ServiceEntry_DNS, "shared.example.org"),
 		serviceEntry("dup-b", "team-b", networking.ServiceEntry_DNS, "shared.example.org"),
+		serviceEntry("upper", "egress", networking.ServiceEntry_DNS, "GRPC"),
+		serviceEntry("mixed", "egress", networking.ServiceEntry_DNS, "Db.Example.com"),
+		serviceEntry("lower", "egress", networking.ServiceEntry_DNS, "db.example.com"),
 	)
 	ix := Build(snap)
 	svcRef := func(ns, name string) provenance.Ref {
@@ -51,6 +54,11 @@ func TestResolveHost(t *testing.T) {
 		{"ServiceEntry host", "api.example.com", "", []provenance.Ref{seRef("egress", "api")}, ""},
 		{"wildcard ServiceEntry host", "*.example.com", "", []provenance.Ref{seRef("egress", "wild")}, ""},
 		{"host only a wildcard ServiceEntry covers", "other.example.com", "", []provenance.Ref{seRef("egress", "wild")}, ""},
+		// A host istiod keeps as written: a short name in capitals is no Service name, and
+		// hosts that differ in case are two hosts.
+		{"ServiceEntry host in capitals, one label", "GRPC", "bar", []provenance.Ref{seRef("egress", "upper")}, ""},
+		{"ServiceEntry host in mixed case", "Db.Example.com", "", []provenance.Ref{seRef("egress", "mixed")}, ""},
+		{"the lower-case host of the same name", "db.example.com", "", []provenance.Ref{seRef("egress", "lower")}, ""},
 		{"one service per namespace that defines the host", "shared.example.org", "", []provenance.Ref{seRef("team-a", "dup-a"), seRef("team-b", "dup-b")}, ""},
 		{"short name missing from the namespace suggests the same name elsewhere", "reviews", "frontend", nil,
 			`host "reviews" not found (did you mean one of reviews.bookinfo.svc.cluster.local, reviews.staging.svc.cluster.local?)`},
