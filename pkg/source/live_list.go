@@ -235,6 +235,9 @@ func listPages[I any](ctx context.Context, rc rest.Interface, ki *kindInfo, ns, 
 					}
 					next <- r
 				}()
+				if testHookPrefetch != nil {
+					testHookPrefetch(opts)
+				}
 				r.page, r.err = fetchPage[I](ctx, rc, ki, ns, opts)
 			}(opts)
 		}
@@ -262,6 +265,10 @@ func listPages[I any](ctx context.Context, rc rest.Interface, ki *kindInfo, ns, 
 		page, err = r.page, r.err
 	}
 }
+
+// testHookPrefetch, when set, is called on the goroutine that fetches a list's next page,
+// before it does; tests use it to make that goroutine panic.
+var testHookPrefetch func(opts metav1.ListOptions)
 
 // pageError is the error of a page whose body could not be read or decoded: a body cut off or
 // too large is said as such; a malformed one without the Go types it was decoded into.

@@ -14,6 +14,8 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 )
@@ -218,6 +220,33 @@ func TestListRawReadsEveryPage(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, s.requests); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+}
+
+// TestPanicFetchingTheNextPageFailsTheList: a panic on the goroutine that fetches a list's
+// next page fails that list, named, instead of ending the process; the other kinds load.
+func TestPanicFetchingTheNextPageFailsTheList(t *testing.T) {
+	testHookPrefetch = func(opts metav1.ListOptions) {
+		if opts.Continue == "1000" {
+			panic("boom")
+		}
+	}
+	defer func() { testHookPrefetch = nil }()
+	s := &fakeIstioServer{n: 1203}
+	c := rawClients(t, s)
+	c.kube = fake.NewClientset(&corev1.Service{ObjectMeta: objMeta("bookinfo", "reviews", "11")})
+	snap, err := load(t.Context(), Spec{Reads: []Read{{Kind: KindDestinationRule, Namespaces: []string{"bookinfo"}}, {Kind: KindService}}}, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.DestinationRules) != 0 {
+		t.Errorf("%d DestinationRules from a failed list", len(snap.DestinationRules))
+	}
+	if len(snap.Services) != 1 {
+		t.Errorf("%d Services, want the one listed", len(snap.Services))
+	}
+	if why := snap.Incomplete[KindDestinationRule]; !strings.Contains(why, "internal error: boom") {
+		t.Errorf("Incomplete[DestinationRule] = %q, want the panic named; issues: %v", why, issues(snap))
 	}
 }
 
