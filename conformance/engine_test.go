@@ -15,8 +15,8 @@ import (
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	gen "github.com/mesh-explain/kubectl-mesh-explain/internal/testkit/scenariogen"
 	"github.com/mesh-explain/kubectl-mesh-explain/conformance/istiorun"
+	gen "github.com/mesh-explain/kubectl-mesh-explain/internal/testkit/scenariogen"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/cli"
 )
 

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	gen "github.com/mesh-explain/kubectl-mesh-explain/internal/testkit/scenariogen"
 	"github.com/mesh-explain/kubectl-mesh-explain/conformance/istiorun"
+	gen "github.com/mesh-explain/kubectl-mesh-explain/internal/testkit/scenariogen"
 )
 
 // FuzzEngineAgreesWithIstio is the differential fuzz target: the fuzzer picks a generated

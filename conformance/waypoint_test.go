@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	gen "github.com/mesh-explain/kubectl-mesh-explain/internal/testkit/scenariogen"
 	"github.com/mesh-explain/kubectl-mesh-explain/conformance/istiorun"
+	gen "github.com/mesh-explain/kubectl-mesh-explain/internal/testkit/scenariogen"
 )
 
 // TestGeneratedWaypointsReachIstio runs Istio on 200 generated waypoint scenarios and checks

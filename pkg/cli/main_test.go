@@ -284,12 +284,13 @@ func containsFlag(args []string, flag string) bool {
 }
 
 func TestMessagesShowControlCharactersEscaped(t *testing.T) {
-	in := `{"apiVersion":"networking.istio.io/v1","kind":"DestinationRule","metadata":{"name":"r\u001b]0;owned\u0007","namespace":"default"},"spec":{"host":"reviews","trafficPolicy":{"connectionPool":{"tcp":{"maxConnections":"x\u202e"}}}}}`
+	in := `{"apiVersion":"networking.istio.io/v1","kind":"DestinationRule","metadata":{"name":"r\u001b]0;owned\u0007","namespace":"default"},"spec":{"host":"reviews"}}
+{"apiVersion":"networking.istio.io/v1","kind":"DestinationRule","metadata":{"name":"r","namespace":"default"},"spec":{"host":"reviews","trafficPolicy":{"connectionPool":{"tcp":{"maxConnections":"x\u202e"}}}}}`
 	r := runMain(t, in, "cluster", "reviews\x1b[2J", "-f", "-")
 	if strings.ContainsAny(r.stderr, "\x1b\x07\u202e") {
 		t.Errorf("raw control characters on stderr:\n%q", r.stderr)
 	}
-	for _, want := range []string{`DestinationRule default/r\x1b]0;owned\x07`, `host "reviews\x1b[2j" not found`} {
+	for _, want := range []string{`DestinationRule "r\x1b]0;owned\a": invalid name`, `got string "x\u202e"`, `host "reviews\x1b[2j" not found`} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("%q missing from stderr:\n%s", want, r.stderr)
 		}
