@@ -102,27 +102,3 @@ func (s *Scenario) namespaces() []string {
 	}
 	return out
 }
-
-// getPath returns the value at path p of doc.
-func getPath(doc map[string]any, p []any) (any, bool) {
-	var cur any = doc
-	for _, step := range p {
-		switch t := cur.(type) {
-		case map[string]any:
-			v, ok := t[step.(string)]
-			if !ok {
-				return nil, false
-			}
-			cur = v
-		case []any:
-			i := step.(int)
-			if i >= len(t) {
-				return nil, false
-			}
-			cur = t[i]
-		default:
-			return nil, false
-		}
-	}
-	return cur, true
-}

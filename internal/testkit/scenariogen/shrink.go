@@ -78,16 +78,9 @@ func paths(v any, prefix []any) [][]any {
 
 // deletePath removes the element at path p from doc and reports whether it existed.
 func deletePath(doc map[string]any, p []any) bool {
-	var parent any = doc
-	for _, step := range p[:len(p)-1] {
-		switch t := parent.(type) {
-		case map[string]any:
-			parent = t[step.(string)]
-		case []any:
-			parent = t[step.(int)]
-		default:
-			return false
-		}
+	parent, ok := getPath(doc, p[:len(p)-1])
+	if !ok {
+		return false
 	}
 	last := p[len(p)-1]
 	switch t := parent.(type) {
@@ -113,16 +106,9 @@ func deletePath(doc map[string]any, p []any) bool {
 }
 
 func setPath(doc map[string]any, p []any, v any) bool {
-	var parent any = doc
-	for _, step := range p[:len(p)-1] {
-		switch t := parent.(type) {
-		case map[string]any:
-			parent = t[step.(string)]
-		case []any:
-			parent = t[step.(int)]
-		default:
-			return false
-		}
+	parent, ok := getPath(doc, p[:len(p)-1])
+	if !ok {
+		return false
 	}
 	switch t := parent.(type) {
 	case map[string]any:
@@ -133,4 +119,28 @@ func setPath(doc map[string]any, p []any, v any) bool {
 		return true
 	}
 	return false
+}
+
+// getPath returns the value at path p of doc.
+func getPath(doc map[string]any, p []any) (any, bool) {
+	var cur any = doc
+	for _, step := range p {
+		switch t := cur.(type) {
+		case map[string]any:
+			v, ok := t[step.(string)]
+			if !ok {
+				return nil, false
+			}
+			cur = v
+		case []any:
+			i := step.(int)
+			if i >= len(t) {
+				return nil, false
+			}
+			cur = t[i]
+		default:
+			return nil, false
+		}
+	}
+	return cur, true
 }
