@@ -40,7 +40,8 @@ func TestOutputGoldens(t *testing.T) {
 
 // TestSidecarOutputGoldens pins the table and yaml output of the sidecar answer for two
 // scenario folders: a DENY rule widened on TCP chains, and port-level mTLS; and of the waypoint
-// answer for three: a Service targetRef, ignored selector policies, a Gateway without addresses.
+// answer for four: a Service targetRef, ignored selector policies, a Gateway without addresses,
+// a deployed Gateway without its Service.
 func TestSidecarOutputGoldens(t *testing.T) {
 	t.Chdir(repoRoot(t))
 	t.Setenv("COLUMNS", "")
@@ -50,6 +51,7 @@ func TestSidecarOutputGoldens(t *testing.T) {
 		"testdata/scenarios/waypoint/targetref-service",
 		"testdata/scenarios/waypoint/selector-and-namespace-wide-ignored",
 		"testdata/scenarios/waypoint/gateway-without-addresses",
+		"testdata/scenarios/waypoint/waypoint-service-missing",
 	} {
 		kind := filepath.Base(filepath.Dir(dir))
 		for _, format := range []string{"table", "yaml"} {

@@ -30,7 +30,8 @@ type AuthzQuery struct {
 // a sidecar), the Services of the namespace (waypoint and
 // service-targeted policies, a sidecar's ports) and of the namespaces of ext_authz providers,
 // and the Gateways of the namespace and of the namespaces whose waypoints its Services use (with
-// their AuthorizationPolicies).
+// their AuthorizationPolicies, and their Services: istiod binds to a waypoint only through the
+// Service that holds its address).
 type Authz struct {
 	q         AuthzQuery
 	base      source.Spec
@@ -43,7 +44,8 @@ type Authz struct {
 	// Services are read too (a sidecar's CUSTOM policies name their clusters).
 	providers []string
 	// waypointNs are other namespaces whose waypoints the namespace's Services use
-	// (istio.io/use-waypoint-namespace): their Gateways and AuthorizationPolicies are read too.
+	// (istio.io/use-waypoint-namespace): their Gateways, AuthorizationPolicies and Services are
+	// read too.
 	waypointNs []string
 }
 
@@ -66,7 +68,7 @@ func (a *Authz) Reads() []source.Read {
 		{Kind: source.KindPeerAuthentication, Namespaces: namespaces(ns, root)},
 		{Kind: source.KindAuthorizationPolicy, Namespaces: namespaces(ns, root)},
 		{Kind: source.KindRequestAuthentication, Namespaces: namespaces(ns, root)},
-		{Kind: source.KindService, Namespaces: namespaces(append([]string{ns}, a.providers...)...)},
+		{Kind: source.KindService, Namespaces: namespaces(append(append([]string{ns}, a.providers...), a.waypointNs...)...)},
 		{Kind: source.KindGateway, Namespaces: namespaces(append([]string{ns}, a.waypointNs...)...)},
 	}
 	if len(a.waypointNs) > 0 {

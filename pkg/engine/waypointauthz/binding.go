@@ -2,6 +2,8 @@ package waypointauthz
 
 import (
 	"fmt"
+	"maps"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -12,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/meshhost"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
@@ -58,6 +61,8 @@ type Binding struct {
 	Why, Reason string
 	// Origin is the label's origin.
 	Origin provenance.Origin
+	// unserved: not bound because istiod binds nothing to the waypoint (unservedReason).
+	unserved bool
 }
 
 // Ref is the object's provenance spelling.
@@ -168,6 +173,8 @@ func (e *explanation) bindTarget(kind string, meta *metav1.ObjectMeta, forServic
 		b.Reason = fmt.Sprintf("the waypoint is for %s traffic (%s), not service traffic", e.wp.traffic, e.wp.trafficWhy)
 	case !forService && e.wp.traffic != trafficWorkload && e.wp.traffic != trafficAll:
 		b.Reason = fmt.Sprintf("the waypoint is for %s traffic (%s), not workload traffic", e.wp.traffic, e.wp.trafficWhy)
+	case e.wp.deployed && e.unserved != "":
+		b.Reason, b.unserved = "istiod binds nothing to this waypoint: "+e.unserved, true
 	default:
 		b.Bound = true
 		if !e.wp.deployed {
@@ -175,6 +182,91 @@ func (e *explanation) bindTarget(kind string, meta *metav1.ObjectMeta, forServic
 		}
 	}
 	return b
+}
+
+// unservedReason says why istiod binds nothing to the waypoint although it is deployed, or ""
+// when it binds what names it. istiod builds a waypoint's listeners for the services and
+// workloads it finds by the waypoint proxy's key (model.WaypointKeyForProxy: the hostnames and
+// cluster IPs of the Services that select the proxy), and those are indexed by the Gateway's
+// address (getGatewayAddress in pilot/pkg/serviceregistry/ambient/waypoints.go: the first
+// Hostname of status.addresses, else the first IP address; ServicesForWaypoint,
+// WorkloadsForWaypoint). So the waypoint's own Service must hold that address. The proxy is an
+// instance of the waypoint: a pod or WorkloadEntry of its namespace labelled with the
+// Gateway's name; without one, the labels the waypoint's deployment gives its pods.
+func (e *explanation) unservedReason() string {
+	var host, ip string
+	for _, a := range e.gw.Status.Addresses {
+		if a.Type != nil && *a.Type == gatewayv1.HostnameAddressType {
+			host = a.Value
+			break
+		}
+	}
+	if host == "" {
+		for _, a := range e.gw.Status.Addresses {
+			if a.Type != nil && *a.Type == gatewayv1.IPAddressType {
+				if addr, err := netip.ParseAddr(a.Value); err == nil {
+					ip = addr.String()
+					break
+				}
+			}
+		}
+	}
+	if host == "" && ip == "" {
+		return "status.addresses holds no address of type Hostname or IPAddress that istiod can use"
+	}
+	instances := e.instanceLabels()
+	for _, s := range e.snap.Services {
+		if s.Namespace != e.gw.Namespace || len(s.Spec.Selector) == 0 {
+			continue
+		}
+		sel := labels.SelectorFromSet(s.Spec.Selector)
+		if !slices.ContainsFunc(instances, func(l map[string]string) bool { return sel.Matches(labels.Set(l)) }) {
+			continue
+		}
+		if host != "" && host == s.Name+"."+s.Namespace+".svc."+meshhost.DomainSuffix {
+			return ""
+		}
+		if ip != "" && slices.ContainsFunc(append([]string{s.Spec.ClusterIP}, s.Spec.ClusterIPs...), func(v string) bool {
+			addr, err := netip.ParseAddr(v)
+			return err == nil && addr.String() == ip
+		}) {
+			return ""
+		}
+	}
+	if host != "" {
+		return fmt.Sprintf("its address %s (status.addresses) is the hostname of no Service of namespace %s that selects the waypoint's instances (%s=%s)", host, e.gw.Namespace, labelGatewayName, e.gw.Name)
+	}
+	return fmt.Sprintf("its address %s (status.addresses) is the cluster IP of no Service of namespace %s that selects the waypoint's instances (%s=%s)", ip, e.gw.Namespace, labelGatewayName, e.gw.Name)
+}
+
+// instanceLabels are the labels of the waypoint's instances: the pods and WorkloadEntries of
+// its namespace labelled gateway.networking.k8s.io/gateway-name with its name (a
+// WorkloadEntry's spec.labels over its metadata.labels), or, when there is none, that label
+// alone, as the waypoint's deployment sets it.
+func (e *explanation) instanceLabels() []map[string]string {
+	var out []map[string]string
+	for _, p := range e.snap.Pods {
+		if p.Namespace == e.gw.Namespace && p.Labels[labelGatewayName] == e.gw.Name {
+			out = append(out, p.Labels)
+		}
+	}
+	for _, we := range e.snap.WorkloadEntries {
+		if we.Namespace != e.gw.Namespace {
+			continue
+		}
+		l := maps.Clone(we.Labels)
+		if l == nil {
+			l = map[string]string{}
+		}
+		maps.Copy(l, we.Spec.GetLabels())
+		if l[labelGatewayName] == e.gw.Name {
+			out = append(out, l)
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, map[string]string{labelGatewayName: e.gw.Name})
+	}
+	return out
 }
 
 // namedWaypoint is the waypoint an object of namespace nsName names (GetUseWaypoint on its

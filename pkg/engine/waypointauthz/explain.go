@@ -40,7 +40,9 @@ type explanation struct {
 	wp   *waypoint
 	root string
 	bind []Binding
-	svcs []*service
+	// unserved, for a deployed waypoint, says why istiod binds nothing to it (unservedReason).
+	unserved string
+	svcs     []*service
 	// direct is the build of the direct chains (policies attached to the Gateway or class).
 	direct *build
 	builds []*build // one per bound service, in svcs order
@@ -150,6 +152,9 @@ func newExplanation(snap *model.Snapshot, gw *gatewayv1.Gateway) *explanation {
 		e.res.Assumptions = append(e.res.Assumptions, NotDeployedAssumption)
 	}
 	e.rbacCache = envoyrbac.NewCache()
+	if e.wp.deployed {
+		e.unserved = e.unservedReason()
+	}
 	e.bind = e.bindings()
 	e.svcs = e.boundServices(e.bind)
 	for _, s := range e.svcs {

@@ -138,6 +138,31 @@ func TestGatewayWithoutAddressesIsAnAssumption(t *testing.T) {
 	}
 }
 
+// A deployed waypoint whose address is not its Service's serves nothing: W11 once, the
+// Service that names it listed as not bound (without a W08 of its own), only the direct chains.
+func TestWaypointWithoutItsServiceServesNothing(t *testing.T) {
+	for _, name := range []string{"waypoint-service-missing", "waypoint-address-not-its-service"} {
+		t.Run(name, func(t *testing.T) {
+			r := explainScenario(t, name)
+			if got := ids(r); !slices.Equal(got, []string{"W11"}) {
+				t.Errorf("diagnostics %v, want W11 alone", got)
+			}
+			if got := chainNames(r); !slices.Equal(got, []string{"direct-tcp", "direct-http"}) {
+				t.Errorf("chains = %v, want the direct chains only", got)
+			}
+			binding := r.Sections[1]
+			if len(binding.Rows) != 1 || binding.Rows[0][0] != "Service app/reviews" || binding.Rows[0][1] != "no" ||
+				!strings.Contains(binding.Rows[0][2], "istiod binds nothing to this waypoint: its address 10.96.0.100 (status.addresses) is the cluster IP of no Service of namespace app") {
+				t.Errorf("binding rows = %q", binding.Rows)
+			}
+		})
+	}
+	// With its Service, the same waypoint serves reviews.
+	if got := chainNames(explainScenario(t, "bind-service")); len(got) <= 2 || slices.Contains(ids(explainScenario(t, "bind-service")), "W11") {
+		t.Errorf("bind-service: chains %v, diagnostics %v", got, ids(explainScenario(t, "bind-service")))
+	}
+}
+
 func TestDiagnosticsOfScenarios(t *testing.T) {
 	for _, tt := range []struct{ scenario, id string }{
 		{"selector-and-namespace-wide-ignored", "W01"},
