@@ -1,70 +1,89 @@
 package conformance
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
 	"github.com/mesh-explain/kubectl-mesh-explain/conformance/istiorun"
 	gen "github.com/mesh-explain/kubectl-mesh-explain/internal/testkit/scenariogen"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/cli"
 )
 
 // FuzzEngineAgreesWithIstio is the differential fuzz target: the fuzzer picks a generated
-// scenario (kind and seed) and mutates it by dropping documents (each byte of drop removes the
-// document it indexes, modulo the count), which makes meshes the generator never writes: a
-// DestinationRule without its Service, a policy without its namespace, a VirtualService
-// without its rules. The same folder goes to the engines and to Istio's code, and any
-// difference fails. Scenarios Istio's validation rejects, and Istio's known panics, are
-// skipped, as in TestEngineAgreesWithIstio.
+// scenario (kind and seed) and edits it with scenariogen's Mutate, as the main module's engine
+// fuzz targets do: documents dropped or copied, fields deleted or set to other values, which
+// makes meshes the generator never writes (a DestinationRule without its Service, a policy
+// without its namespace, a port where a label was). The same folder goes to the engines and to
+// Istio's code, and any difference fails. Skipped, as no cluster would hold them: scenarios
+// Istio's validation rejects, those the API server would refuse (an object that does not
+// decode, two of one name, a name that is no DNS name), and those where the plugin's loader
+// skips an object (an unknown field, which kubectl's strict validation refuses; Istio's
+// decoder would drop it instead). Skipped too: a waypoint without an instance (Istio's code
+// needs one to connect as the proxy; the plugin answers what istiod would push to it), and
+// Istio's known panics, as in TestEngineAgreesWithIstio.
 //
 //	go test -run '^$' -fuzz '^FuzzEngineAgreesWithIstio$' -fuzztime 10m .
 func FuzzEngineAgreesWithIstio(f *testing.F) {
 	for i := range fuzzKinds {
 		f.Add(uint64(1+i), uint8(i), []byte{})
-		f.Add(uint64(40+i), uint8(i), []byte{3})
-		f.Add(uint64(80+i), uint8(i), []byte{1, 5})
+		f.Add(uint64(40+i), uint8(i), []byte{0, 3})
+		f.Add(uint64(80+i), uint8(i), []byte{0, 1, 0, 5})
+		f.Add(uint64(120+i), uint8(i), []byte{2, 1, 30, 9, 5, 2, 9, 0, 40})
 	}
-	f.Fuzz(func(t *testing.T, seed uint64, k uint8, drop []byte) {
+	f.Fuzz(func(t *testing.T, seed uint64, k uint8, edits []byte) {
 		kind := fuzzKinds[int(k)%len(fuzzKinds)]
 		s := gen.Generate(kind, seed)
-		for _, b := range drop {
-			if len(s.Docs) <= 1 {
-				break
-			}
-			i := int(b) % len(s.Docs)
-			s.Docs = append(s.Docs[:i], s.Docs[i+1:]...)
+		s.Mutate(edits)
+		if !apiServerTakes(s) {
+			return
 		}
 		dir := filepath.Join(t.TempDir(), fmt.Sprint(seed))
 		if err := s.Write(dir); err != nil {
 			t.Fatal(err)
 		}
-		var invalid *istiorun.InvalidError
 		sc, err := istiorun.LoadScenario(dir)
-		if errors.As(err, &invalid) {
-			return
-		}
 		if err != nil {
-			t.Fatal(err)
+			// Rejected by Istio's validation, or not an object a cluster holds.
+			return
 		}
 		want, _, err := istiorun.RunKind(sc, kind)
-		if errors.As(err, &invalid) || isKnownIstioPanic(err) {
+		var invalid *istiorun.InvalidError
+		var noProxy *istiorun.NoProxyError
+		if errors.As(err, &invalid) || errors.As(err, &noProxy) || isKnownIstioPanic(err) {
+			// Rejected, no waypoint instance to connect as the proxy, or a known panic.
 			return
 		}
-		got, engErr := runEngine(dir, sc.Command, kind)
+		args := append(strings.Fields(sc.Command), "-f", dir, "-o", outputFormat(kind))
+		var out, errOut bytes.Buffer
+		code := cli.Main(args, genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+		if code == cli.ExitIncomplete {
+			// The plugin's loader skipped an object (named on stderr).
+			return
+		}
+		got, engErr := out.Bytes(), error(nil)
+		if code != cli.ExitOK {
+			engErr = fmt.Errorf("kubectl mesh-explain %s exited %d: %s", strings.Join(args, " "), code, strings.TrimSpace(errOut.String()))
+		}
+		y, _ := s.YAML()
 		switch {
 		case err != nil:
 			// Istio has no answer (the pod asked about was dropped): the plugin must not
 			// answer either.
 			if engErr == nil {
-				t.Fatalf("%s seed %d, dropped %v: Istio has no answer (%v) but the plugin answers:\n%s", kind, seed, drop, err, got)
+				t.Fatalf("%s seed %d, edits %v: Istio has no answer (%v) but the plugin answers:\n%s\nscenario:\n%s", kind, seed, edits, err, got, y)
 			}
 		case engErr != nil:
 			// Istio pushes nothing for a host that no Service or ServiceEntry defines; the
 			// plugin says it is not found.
 			if !noAnswer(want) || !strings.Contains(engErr.Error(), "not found") {
-				t.Fatalf("%s seed %d, dropped %v: Istio answers but the plugin fails: %v\nIstio:\n%s", kind, seed, drop, engErr, want)
+				t.Fatalf("%s seed %d, edits %v: Istio answers but the plugin fails: %v\nIstio:\n%s\nscenario:\n%s", kind, seed, edits, engErr, want, y)
 			}
 		default:
 			diffs, err := compareOutput(kind, got, want)
@@ -72,11 +91,39 @@ func FuzzEngineAgreesWithIstio(f *testing.F) {
 				t.Fatal(err)
 			}
 			if len(diffs) > 0 {
-				y, _ := s.YAML()
-				t.Fatalf("%s seed %d, dropped %v: the engine differs from Istio:\n  %v\ncommand: %s\n%s", kind, seed, drop, diffs, s.Command, y)
+				t.Fatalf("%s seed %d, edits %v: the engine differs from Istio:\n  %v\ncommand: %s\n%s", kind, seed, edits, diffs, s.Command, y)
 			}
 		}
 	})
+}
+
+// apiServerTakes reports whether an API server would hold every document of s: each has a
+// kind, a name that is a DNS subdomain (a DNS-1035 label for a Service), a namespace that is
+// a DNS label, and no two share kind, namespace and name.
+func apiServerTakes(s *gen.Scenario) bool {
+	seen := map[string]bool{}
+	for _, d := range s.Docs {
+		kind, _ := d["kind"].(string)
+		m, _ := d["metadata"].(map[string]any)
+		name, _ := m["name"].(string)
+		ns, _ := m["namespace"].(string)
+		if kind == "" || name == "" {
+			return false
+		}
+		nameErrs := validation.IsDNS1123Subdomain(name)
+		if kind == "Service" {
+			nameErrs = validation.IsDNS1035Label(name)
+		}
+		if len(nameErrs) > 0 || ns != "" && len(validation.IsDNS1123Label(ns)) > 0 {
+			return false
+		}
+		key := kind + "/" + ns + "/" + name
+		if seen[key] {
+			return false
+		}
+		seen[key] = true
+	}
+	return true
 }
 
 // noAnswer reports whether Istio's output is empty: no Cluster, no document.
@@ -89,4 +136,4 @@ func noAnswer(out []byte) bool {
 }
 
 // fuzzKinds are the generated kinds the differential fuzz target draws from.
-var fuzzKinds = []string{"cluster", "authz", "sidecar"}
+var fuzzKinds = []string{"cluster", "authz", "sidecar", "waypoint"}

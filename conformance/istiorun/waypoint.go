@@ -107,10 +107,22 @@ func (sc *Scenario) Waypoint() (*WaypointTarget, error) {
 		w.IP, w.Instance = entry.Spec.GetAddress(), "workloadentry/"+entry.Name
 	}
 	if w.IP == "" {
-		return nil, fmt.Errorf("no instance of waypoint %s/%s: want a Pod with status.podIP or a WorkloadEntry with an address, labelled %s: %s",
-			ns, name, gwLabel, name)
+		return nil, &NoProxyError{Waypoint: ns + "/" + name}
 	}
 	return w, nil
+}
+
+// NoProxyError says that a waypoint scenario has no instance of the waypoint to connect to
+// the discovery server as its proxy: istiod pushes to proxies, so without one Istio's code has
+// nothing to answer, where the plugin answers what istiod would push to it.
+type NoProxyError struct {
+	// Waypoint is the Gateway, NS/NAME.
+	Waypoint string
+}
+
+func (e *NoProxyError) Error() string {
+	_, name, _ := strings.Cut(e.Waypoint, "/")
+	return fmt.Sprintf("no instance of waypoint %s: want a Pod with status.podIP or a WorkloadEntry with an address, labelled %s: %s", e.Waypoint, label.IoK8sNetworkingGatewayGatewayName.Name, name)
 }
 
 // WaypointProxy is the proxy of a waypoint instance as Istio's pilot/pkg/xds/waypoint_test.go
