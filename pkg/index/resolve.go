@@ -21,9 +21,12 @@ func (ix *Index) ResolveHost(host, namespace string) ([]*Service, error) {
 	// istiod compares hosts as written: a ServiceEntry host API.example.com is not
 	// api.example.com. The host is looked up as typed first, then in lower case, as DNS reads
 	// it and as every Kubernetes Service name is.
+	// A host is tried exactly as given first: a ServiceEntry may hold a host istiod's
+	// validation would reject, spaces and all, and it is still that entry's host.
 	typed := strings.TrimSuffix(strings.TrimSpace(host), ".")
 	h := strings.ToLower(typed)
-	for _, cand := range append(meshhost.Candidates(typed, namespace), meshhost.Candidates(h, namespace)...) {
+	cands := append(append([]string{host}, meshhost.Candidates(typed, namespace)...), meshhost.Candidates(h, namespace)...)
+	for _, cand := range cands {
 		if byNs, ok := ix.groups[cand]; ok {
 			return ix.groupServices(byNs), nil
 		}

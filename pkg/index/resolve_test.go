@@ -25,6 +25,7 @@ func TestResolveHost(t *testing.T) {
 		serviceEntry("upper", "egress", networking.ServiceEntry_DNS, "GRPC"),
 		serviceEntry("mixed", "egress", networking.ServiceEntry_DNS, "Db.Example.com"),
 		serviceEntry("lower", "egress", networking.ServiceEntry_DNS, "db.example.com"),
+		serviceEntry("spaced", "egress", networking.ServiceEntry_DNS, "a: 1\nb: 2\n"),
 	)
 	ix := Build(snap)
 	svcRef := func(ns, name string) provenance.Ref {
@@ -59,6 +60,7 @@ func TestResolveHost(t *testing.T) {
 		{"ServiceEntry host in capitals, one label", "GRPC", "bar", []provenance.Ref{seRef("egress", "upper")}, ""},
 		{"ServiceEntry host in mixed case", "Db.Example.com", "", []provenance.Ref{seRef("egress", "mixed")}, ""},
 		{"the lower-case host of the same name", "db.example.com", "", []provenance.Ref{seRef("egress", "lower")}, ""},
+		{"a host validation rejects, looked up as it is written", "a: 1\nb: 2\n", "", []provenance.Ref{seRef("egress", "spaced")}, ""},
 		{"one service per namespace that defines the host", "shared.example.org", "", []provenance.Ref{seRef("team-a", "dup-a"), seRef("team-b", "dup-b")}, ""},
 		{"short name missing from the namespace suggests the same name elsewhere", "reviews", "frontend", nil,
 			`host "reviews" not found (did you mean one of reviews.bookinfo.svc.cluster.local, reviews.staging.svc.cluster.local?)`},
