@@ -173,7 +173,7 @@ func (e *explanation) bindTarget(kind string, meta *metav1.ObjectMeta, forServic
 		b.Reason = fmt.Sprintf("the waypoint is for %s traffic (%s), not service traffic", e.wp.traffic, e.wp.trafficWhy)
 	case !forService && e.wp.traffic != trafficWorkload && e.wp.traffic != trafficAll:
 		b.Reason = fmt.Sprintf("the waypoint is for %s traffic (%s), not workload traffic", e.wp.traffic, e.wp.trafficWhy)
-	case e.wp.deployed && e.unserved != "":
+	case e.unserved != "":
 		b.Reason, b.unserved = "istiod binds nothing to this waypoint: "+e.unserved, true
 	default:
 		b.Bound = true
@@ -193,8 +193,18 @@ func (e *explanation) bindTarget(kind string, meta *metav1.ObjectMeta, forServic
 // WorkloadsForWaypoint). So the waypoint's own Service must hold that address. The proxy is an
 // instance of the waypoint: a pod or WorkloadEntry of its namespace labelled with the
 // Gateway's name; without one, the labels the waypoint's deployment gives its pods.
+//
+// A Gateway not yet deployed is answered as istiod will program it: its address will be the
+// hostname of the Service named as the Gateway (reportGatewayStatus), which its deployment
+// creates; when the snapshot already holds that Service, it must select the instances too.
 func (e *explanation) unservedReason() string {
 	var host, ip string
+	if !e.wp.deployed {
+		if e.findService(e.gw.Namespace, e.gw.Name) == nil {
+			return ""
+		}
+		host = e.gw.Name + "." + e.gw.Namespace + ".svc." + meshhost.DomainSuffix
+	}
 	for _, a := range e.gw.Status.Addresses {
 		if a.Type != nil && *a.Type == gatewayv1.HostnameAddressType {
 			host = a.Value
@@ -232,6 +242,9 @@ func (e *explanation) unservedReason() string {
 		}) {
 			return ""
 		}
+	}
+	if !e.wp.deployed {
+		return fmt.Sprintf("Service %s/%s, whose hostname istiod will give the waypoint as its address, does not select the waypoint's instances (%s=%s)", e.gw.Namespace, e.gw.Name, labelGatewayName, e.gw.Name)
 	}
 	if host != "" {
 		return fmt.Sprintf("its address %s (status.addresses) is the hostname of no Service of namespace %s that selects the waypoint's instances (%s=%s)", host, e.gw.Namespace, labelGatewayName, e.gw.Name)

@@ -29,8 +29,12 @@ func (e *explanation) diagnostics() []explain.Diagnostic {
 		ds = append(ds, diag.WaypointNotDeployed.New(fmt.Sprintf("Gateway %s/%s has no status.addresses: istiod does not treat it as a waypoint yet, so nothing binds to it; the answer is as it will be once istiod has programmed it", e.gw.Namespace, e.gw.Name),
 			fixOf(diag.WaypointNotDeployed), e.gwRef()))
 	}
-	if e.wp.deployed && e.unserved != "" {
-		ds = append(ds, diag.WaypointServesNothing.New(fmt.Sprintf("Gateway %s/%s is deployed, but istiod binds no service or workload to it: %s; istiod finds what a waypoint serves through the Service that selects the waypoint's pods, so the waypoint gets only its direct chains", e.gw.Namespace, e.gw.Name, e.unserved),
+	if e.unserved != "" {
+		state := "is deployed, but istiod binds"
+		if !e.wp.deployed {
+			state = "is not deployed yet, and once it is istiod will bind"
+		}
+		ds = append(ds, diag.WaypointServesNothing.New(fmt.Sprintf("Gateway %s/%s %s no service or workload to it: %s; istiod finds what a waypoint serves through the Service that selects the waypoint's pods, so the waypoint gets only its direct chains", e.gw.Namespace, e.gw.Name, state, e.unserved),
 			fixOf(diag.WaypointServesNothing), e.gwRef()))
 	}
 	for _, b := range e.bind {

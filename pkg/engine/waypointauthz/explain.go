@@ -40,7 +40,8 @@ type explanation struct {
 	wp   *waypoint
 	root string
 	bind []Binding
-	// unserved, for a deployed waypoint, says why istiod binds nothing to it (unservedReason).
+	// unserved says why istiod binds nothing to the waypoint, or will not once it has
+	// programmed it (unservedReason).
 	unserved string
 	svcs     []*service
 	// direct is the build of the direct chains (policies attached to the Gateway or class).
@@ -152,9 +153,7 @@ func newExplanation(snap *model.Snapshot, gw *gatewayv1.Gateway) *explanation {
 		e.res.Assumptions = append(e.res.Assumptions, NotDeployedAssumption)
 	}
 	e.rbacCache = envoyrbac.NewCache()
-	if e.wp.deployed {
-		e.unserved = e.unservedReason()
-	}
+	e.unserved = e.unservedReason()
 	e.bind = e.bindings()
 	e.svcs = e.boundServices(e.bind)
 	for _, s := range e.svcs {

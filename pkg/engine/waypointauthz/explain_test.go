@@ -157,6 +157,15 @@ func TestWaypointWithoutItsServiceServesNothing(t *testing.T) {
 			}
 		})
 	}
+	// Not deployed yet, answered as istiod will program it: through the Service named as the
+	// Gateway, which here selects no instance.
+	r := explainScenario(t, "gateway-without-addresses-service-selects-nothing")
+	if got := ids(r); !slices.Contains(got, "W11") || !slices.Contains(got, "W05") {
+		t.Errorf("not deployed, its Service selecting nothing: diagnostics %v, want W05 and W11", got)
+	}
+	if got := chainNames(r); !slices.Equal(got, []string{"direct-tcp", "direct-http"}) {
+		t.Errorf("not deployed, its Service selecting nothing: chains = %v", got)
+	}
 	// With its Service, the same waypoint serves reviews.
 	if got := chainNames(explainScenario(t, "bind-service")); len(got) <= 2 || slices.Contains(ids(explainScenario(t, "bind-service")), "W11") {
 		t.Errorf("bind-service: chains %v, diagnostics %v", got, ids(explainScenario(t, "bind-service")))

@@ -282,7 +282,7 @@ var Catalogue = []Entry{
 		Fix: "allow the waypoint's identity at ztunnel (an ALLOW rule for principal <trust domain>/ns/<waypoint namespace>/sa/<waypoint service account>, or PILOT_AUTO_ALLOW_WAYPOINT_POLICY on istiod), and move client rules to a targetRef policy on the waypoint"},
 	{ID: WaypointBypassedByPlaintext, Severity: sevWarning, Title: "plaintext clients bypass the waypoint's policies",
 		Fix: "make the pod's PeerAuthentication STRICT, and allow the waypoint's identity at ztunnel so mesh clients go through the waypoint"},
-	{ID: WaypointServesNothing, Severity: sevError, Title: "deployed waypoint whose address is not its Service's",
+	{ID: WaypointServesNothing, Severity: sevError, Title: "waypoint whose address is not its Service's",
 		Fix: "restore the waypoint's Service (istioctl waypoint apply creates it), selecting the waypoint's pods, with the cluster IP or hostname of the Gateway's status.addresses"},
 }
 
