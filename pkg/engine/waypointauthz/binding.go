@@ -184,15 +184,16 @@ func (e *explanation) bindTarget(kind string, meta *metav1.ObjectMeta, forServic
 	return b
 }
 
-// unservedReason says why istiod binds nothing to the waypoint although it is deployed, or ""
-// when it binds what names it. istiod builds a waypoint's listeners for the services and
-// workloads it finds by the waypoint proxy's key (model.WaypointKeyForProxy: the hostnames and
-// cluster IPs of the Services that select the proxy), and those are indexed by the Gateway's
-// address (getGatewayAddress in pilot/pkg/serviceregistry/ambient/waypoints.go: the first
-// Hostname of status.addresses, else the first IP address; ServicesForWaypoint,
-// WorkloadsForWaypoint). So the waypoint's own Service must hold that address. The proxy is an
-// instance of the waypoint: a pod or WorkloadEntry of its namespace labelled with the
-// Gateway's name; without one, the labels the waypoint's deployment gives its pods.
+// unservedReason says why istiod binds (or, once it has programmed the waypoint, will bind)
+// nothing to the waypoint, or "" when it binds what names it. istiod builds a waypoint's
+// listeners for the services and workloads it finds by the waypoint proxy's key
+// (model.WaypointKeyForProxy: the hostnames and cluster IPs of the Services that select the
+// proxy), and those are indexed by the Gateway's address (getGatewayAddress in
+// pilot/pkg/serviceregistry/ambient/waypoints.go: the first Hostname of status.addresses, else
+// the first IP address; ServicesForWaypoint, WorkloadsForWaypoint). So the waypoint's own
+// Service must hold that address. The proxy is an instance of the waypoint: a pod or
+// WorkloadEntry of its namespace labelled with the Gateway's name; without one, the labels the
+// waypoint's deployment gives its pods.
 //
 // A Gateway not yet deployed is answered as istiod will program it: its address will be the
 // hostname of the Service named as the Gateway (reportGatewayStatus), which its deployment
