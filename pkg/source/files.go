@@ -162,6 +162,11 @@ func ReadStdin(r io.Reader, limit int64) ([]byte, error) {
 		}
 	}
 	if len(chunks) == 1 {
+		// A small input is copied out of its chunk, so that what keeps it keeps its size
+		// rather than the chunk's megabyte.
+		if c := chunks[0]; cap(c)-len(c) > len(c) {
+			return bytes.Clone(c), nil
+		}
 		return chunks[0], nil
 	}
 	return bytes.Join(chunks, nil), nil
