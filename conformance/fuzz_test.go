@@ -34,14 +34,14 @@ import (
 //
 //	go test -run '^$' -fuzz '^FuzzEngineAgreesWithIstio$' -fuzztime 10m .
 func FuzzEngineAgreesWithIstio(f *testing.F) {
-	for i := range fuzzKinds {
+	for i := range gen.Kinds {
 		f.Add(uint64(1+i), uint8(i), []byte{})
 		f.Add(uint64(40+i), uint8(i), []byte{0, 3})
 		f.Add(uint64(80+i), uint8(i), []byte{0, 1, 0, 5})
 		f.Add(uint64(120+i), uint8(i), []byte{2, 1, 30, 9, 5, 2, 9, 0, 40})
 	}
 	f.Fuzz(func(t *testing.T, seed uint64, k uint8, edits []byte) {
-		kind := fuzzKinds[int(k)%len(fuzzKinds)]
+		kind := gen.Kinds[int(k)%len(gen.Kinds)]
 		s := gen.Generate(kind, seed)
 		s.Mutate(edits)
 		clusterScoped(s)
@@ -175,6 +175,3 @@ func noAnswer(out []byte) bool {
 	}
 	return false
 }
-
-// fuzzKinds are the generated kinds the differential fuzz target draws from.
-var fuzzKinds = []string{"cluster", "authz", "sidecar", "waypoint"}

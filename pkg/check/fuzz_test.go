@@ -11,10 +11,6 @@ import (
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/source"
 )
 
-// fuzzKinds are the generator's kinds of scenario: a host with its DestinationRules (the
-// cluster engine), an ambient pod (ztunnel), a pod with a sidecar, a waypoint.
-var fuzzKinds = []string{"cluster", "authz", "sidecar", "waypoint"}
-
 // FuzzEnginesAgreeWithCheck is the engines' fuzz target. The fuzzer picks a generated scenario
 // (kind and seed) and edits it (scenariogen's Mutate: documents dropped or copied, fields
 // deleted, set to values Istio's validation rejects or to values from elsewhere in the mesh).
@@ -25,14 +21,14 @@ var fuzzKinds = []string{"cluster", "authz", "sidecar", "waypoint"}
 //
 //	go test -run '^$' -fuzz '^FuzzEnginesAgreeWithCheck$' -fuzztime 10m ./pkg/check
 func FuzzEnginesAgreeWithCheck(f *testing.F) {
-	for i := range fuzzKinds {
+	for i := range scenariogen.Kinds {
 		f.Add(uint64(1+i), uint8(i), []byte{})
 		f.Add(uint64(40+i), uint8(i), []byte{0, 3})
 		f.Add(uint64(80+i), uint8(i), []byte{2, 1, 30, 15, 5, 2, 9, 0, 40})
 		f.Add(uint64(120+i), uint8(i), []byte{1, 2, 4, 2, 1, 3, 3, 7})
 	}
 	f.Fuzz(func(t *testing.T, seed uint64, k uint8, edits []byte) {
-		s := scenariogen.Generate(fuzzKinds[int(k)%len(fuzzKinds)], seed)
+		s := scenariogen.Generate(scenariogen.Kinds[int(k)%len(scenariogen.Kinds)], seed)
 		s.Mutate(edits)
 		y, err := s.JSON()
 		if err != nil {

@@ -216,6 +216,11 @@ func podDoc(name, ns, ip string, labels map[string]any, ports []containerPort, r
 	return map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": m, "spec": spec, "status": status}
 }
 
+// Kinds are the kinds Generate makes, in the order the fuzz targets index them (a corpus
+// entry's kind byte picks Kinds[k % len(Kinds)]): a host with its rules, an ambient pod, a pod
+// with a sidecar, a waypoint.
+var Kinds = []string{"cluster", "authz", "sidecar", "waypoint"}
+
 // Generate returns the scenario of a kind for a seed.
 func Generate(kind string, seed uint64) *Scenario {
 	switch kind {

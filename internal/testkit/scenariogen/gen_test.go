@@ -7,7 +7,7 @@ import (
 )
 
 func TestGenerateIsDeterministic(t *testing.T) {
-	for _, kind := range []string{"cluster", "authz", "sidecar", "waypoint"} {
+	for _, kind := range Kinds {
 		for seed := uint64(1); seed < 50; seed++ {
 			a, _ := Generate(kind, seed).YAML()
 			b, _ := Generate(kind, seed).YAML()
