@@ -72,7 +72,8 @@ func NewCmdAuthz(common *CommonOptions, runF func(context.Context, *AuthzOptions
 
 			waypoint/NAME explains an ambient waypoint (a Gateway of class istio-waypoint in -n):
 			which Services, ServiceEntries and workloads it serves and why (the
-			istio.io/use-waypoint labels), and the filter chains of its main_internal listener
+			istio.io/use-waypoint labels, and its own Service, which must hold its address),
+			and the filter chains of its main_internal listener
 			with their RBAC and ext_authz filters, every permission and principal traced to the
 			AuthorizationPolicy field and the targetRef that attached it. A Gateway without
 			status.addresses is answered as it will be once istiod has programmed it, and the
