@@ -135,7 +135,6 @@ func NewCmdAuthz(common *CommonOptions, runF func(context.Context, *AuthzOptions
 	addShowDefaultsFlag(o.CommonOptions, cmd)
 	fs.StringVarP(&o.Output, "output", "o", o.Output, outputUsage(AuthzFormats))
 	fs.StringVarP(&o.Selector, "selector", "l", o.Selector, "Explain the pods in -n that match this label selector (app=a,version!=v2)")
-	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletions(outputCompletions(AuthzFormats)...))
 	return cmd
 }
 

@@ -138,8 +138,6 @@ func NewCmdCheck(common *CommonOptions, runF func(context.Context, *CheckOptions
 	fs.StringVar(&o.FailOn, "fail-on", o.FailOn, "Exit 79 when a finding at or above this severity is found: "+strings.Join(FailOnLevels, "|"))
 	fs.StringSliceVar(&o.Ignore, "ignore", o.Ignore, "Silence these diagnostic IDs (D19,A07)")
 	fs.BoolVar(&o.Diff, "diff", o.Diff, "With --overlay: report only the findings the change introduces or removes against the live state")
-	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletions(render.CheckFormats...))
-	_ = cmd.RegisterFlagCompletionFunc("fail-on", fixedCompletions(FailOnLevels...))
 	return cmd
 }
 

@@ -122,7 +122,6 @@ func NewCmdCluster(common *CommonOptions, runF func(context.Context, *ClusterOpt
 	fs.StringVar(&o.From, "from", o.From, "The client sidecar: pod/NAME (in -n) or namespace/NS (default: a sidecar in -n)")
 	fs.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces,
 		"Also read DestinationRules in every namespace, to report rules that target this host but can never apply (D2)")
-	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletions(outputCompletions(ClusterFormats)...))
 	return cmd
 }
 

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/render"
 )
 
 // Dynamic completion (cobra's __complete, which kubectl's plugin completion calls through
@@ -18,19 +19,31 @@ import (
 // contexts, from the -f files when given, else from the cluster with one cheap read bounded
 // by lookupTimeout. A failure completes nothing and prints nothing.
 
-// registerCompletions sets the argument and flag completions of root and its subcommands.
+// registerCompletions sets the argument and flag completions of root and its subcommands. The
+// root command calls it only when it runs cobra's hidden __complete command: cobra keeps flag
+// completions in a package-level map keyed by the flag, which holds every registered flag, its
+// value and so these options (and the standard input they read) for the life of the process.
+// A command-line run builds one tree and exits; tests and fuzz targets build thousands.
 func registerCompletions(o *CommonOptions, root *cobra.Command) {
 	_ = root.RegisterFlagCompletionFunc("namespace", o.completeNamespaces)
 	_ = root.RegisterFlagCompletionFunc("context", o.completeContexts)
+	_ = root.RegisterFlagCompletionFunc("color", fixedCompletions(render.ColorModes...))
 	for _, c := range root.Commands() {
 		switch c.Name() {
 		case "cluster":
 			c.ValidArgsFunction = o.completeHosts
+			_ = c.RegisterFlagCompletionFunc("output", fixedCompletions(outputCompletions(ClusterFormats)...))
 			_ = c.RegisterFlagCompletionFunc("from", o.completeFrom)
 			_ = c.RegisterFlagCompletionFunc("subset", o.completeSubsets)
 			_ = c.RegisterFlagCompletionFunc("port", o.completePorts)
 		case "authz":
 			c.ValidArgsFunction = o.completeWorkloads
+			_ = c.RegisterFlagCompletionFunc("output", fixedCompletions(outputCompletions(AuthzFormats)...))
+		case "check":
+			_ = c.RegisterFlagCompletionFunc("output", fixedCompletions(render.CheckFormats...))
+			_ = c.RegisterFlagCompletionFunc("fail-on", fixedCompletions(FailOnLevels...))
+		case "version":
+			_ = c.RegisterFlagCompletionFunc("output", fixedCompletions("json", "yaml"))
 		}
 	}
 }

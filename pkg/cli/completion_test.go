@@ -3,6 +3,9 @@ package cli
 import (
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 )
 
 // complete runs `__complete args...` as the shells and kubectl's plugin completion do, and
@@ -37,11 +40,51 @@ func TestCompletionFromFiles(t *testing.T) {
 		{[]string{"-n", "foo", "authz", "pod/"}, "pod/a", ":4"},
 		{[]string{"authz", "pod/a", "-n", ""}, "bookinfo foo istio-system", ":4"},
 		{[]string{"cluster", "reviews", "-o", ""}, "table wide json yaml envoy name jsonpath= jsonpath-file= go-template= go-template-file=", ":4"},
+		{[]string{"authz", "pod/a", "-o", ""}, "table wide json yaml ztunnel envoy name jsonpath= jsonpath-file= go-template= go-template-file=", ":4"},
+		{[]string{"check", "--fail-on", ""}, "error warning info never", ":4"},
+		{[]string{"check", "-o", ""}, "table wide json yaml sarif", ":4"},
+		{[]string{"version", "-o", ""}, "json yaml", ":4"},
+		{[]string{"cluster", "reviews", "--color", ""}, "auto always never", ":4"},
 	} {
 		args := append(append([]string{}, files...), tc.args...)
 		got, directive := complete(t, args...)
 		if strings.Join(got, " ") != tc.want || directive != tc.directive {
 			t.Errorf("__complete %s: got %q %s, want %q %s", strings.Join(tc.args, " "), got, directive, tc.want, tc.directive)
+		}
+	}
+}
+
+// Only __complete registers flag completions: cobra keeps them, with the flags and the options
+// behind them, in a package-level map for the life of the process, so every in-process run that
+// registered them would keep its options and input.
+func TestOnlyCompletionRegistersFlagCompletions(t *testing.T) {
+	t.Chdir(repoRoot(t))
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"version", "--client"}, false},
+		{[]string{"cluster", "reviews", "-n", "bookinfo", "-f", "testdata/examples/bookinfo"}, false},
+		{[]string{"__complete", "version", "-o", ""}, true},
+		{[]string{"__completeNoDesc", "version", "-o", ""}, true},
+	} {
+		var root *cobra.Command
+		streams, _, _, _ := genericiooptions.NewTestIOStreams()
+		if code := run(tc.args, streams, func(s genericiooptions.IOStreams) *cobra.Command {
+			root = NewRootCmd(s)
+			return root
+		}); code != ExitOK {
+			t.Fatalf("%v: exit %d", tc.args, code)
+		}
+		for _, c := range append([]*cobra.Command{root}, root.Commands()...) {
+			for _, name := range []string{"output", "color", "namespace"} {
+				if c.Flags().Lookup(name) == nil {
+					continue
+				}
+				if _, got := c.GetFlagCompletionFunc(name); got != tc.want {
+					t.Errorf("%v: %s --%s has a completion function: %v, want %v", tc.args, c.Name(), name, got, tc.want)
+				}
+			}
 		}
 	}
 }

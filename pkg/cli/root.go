@@ -100,7 +100,6 @@ func (o *CommonOptions) AddFlags(cmd *cobra.Command) {
 	fs.StringVar(&o.MaxInputBytes, "max-input-bytes", o.MaxInputBytes,
 		"Largest single input read (each -f file, standard input, --meshconfig), in bytes or with a suffix (Ki, Mi, Gi); a larger one stops the command")
 	fs.StringVar(&o.Color, "color", o.Color, "Colour the table output: "+strings.Join(render.ColorModes, ", ")+" (auto honours NO_COLOR)")
-	_ = cmd.RegisterFlagCompletionFunc("color", fixedCompletions(render.ColorModes...))
 	for _, name := range []string{"filename", "meshconfig"} {
 		_ = cmd.MarkPersistentFlagFilename(name, "yaml", "yml", "json")
 	}
@@ -265,7 +264,11 @@ func newRootCmd(o *CommonOptions, clusterRun func(context.Context, *ClusterOptio
 		withIstiodCheck(o, c)
 	}
 	cmd.AddCommand(NewCmdVersion(o))
-	registerCompletions(o, cmd)
+	cmd.PersistentPreRun = func(c *cobra.Command, _ []string) {
+		if c.Name() == cobra.ShellCompRequestCmd || c.Name() == cobra.ShellCompNoDescRequestCmd {
+			registerCompletions(o, cmd)
+		}
+	}
 	addSuggestions(cmd)
 	return cmd
 }

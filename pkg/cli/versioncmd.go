@@ -182,7 +182,6 @@ func NewCmdVersion(common *CommonOptions) *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&o.Output, "output", "o", o.Output, "Output format: json|yaml (default: text)")
 	cmd.Flags().BoolVar(&o.Client, "client", o.Client, "Print only the plugin's and the modelled Istio's versions; do not read the cluster")
-	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletions("json", "yaml"))
 	return cmd
 }
 
