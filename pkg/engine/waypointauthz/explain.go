@@ -399,7 +399,7 @@ func (c *chain) filters() []envoyrbac.Filter {
 	return append(append([]envoyrbac.Filter{}, c.b.rbac.TCPCustom...), c.b.rbac.TCPLocal...)
 }
 
-// buildName names a build in object names: the service host, or the waypoint itself.
+// name names a build in object names: the service host, or "direct" for the direct chains.
 func (b *build) name() string {
 	if b.svc == nil {
 		return "direct"
@@ -407,16 +407,23 @@ func (b *build) name() string {
 	return b.svc.host
 }
 
-// addObjects adds one object per chain (what -o envoy prints, in istiod's order) and one per
-// distinct authorization filter, with the origin of every permission and principal.
-func (e *explanation) addObjects() {
-	// names are the filter objects' names by build: builds with the same inputs share their
-	// filters (newBuild), and each chain names the object of its own build.
-	type buildFilter struct {
-		b *build
-		f *listenerv3.Filter
+// label names a build in text: the service host, or the direct chains.
+func (b *build) label() string {
+	if b.svc == nil {
+		return "the direct chains"
 	}
-	names := map[buildFilter]string{}
+	return b.svc.host
+}
+
+// addObjects adds one object per chain (what -o envoy prints, in istiod's order) and one per
+// distinct authorization filter, with the origin of every permission and principal. Builds with
+// the same inputs share their filters (newBuild): such a filter is one object, named after the
+// first build that has it (the bound services in order, then the direct chains), whose "also
+// for" lists the others; the chains of every build that has it name that object.
+func (e *explanation) addObjects() {
+	names := map[*listenerv3.Filter]string{}
+	at := map[*listenerv3.Filter]int{}
+	also := map[*listenerv3.Filter][]string{}
 	var filterObjs []explain.Object
 	for _, b := range append(append([]*build{}, e.builds...), e.direct) {
 		for _, group := range []struct {
@@ -424,6 +431,12 @@ func (e *explanation) addObjects() {
 			fs   []envoyrbac.Filter
 		}{{true, append(append([]envoyrbac.Filter{}, b.rbac.HTTPCustom...), b.rbac.HTTPLocal...)}, {false, append(append([]envoyrbac.Filter{}, b.rbac.TCPCustom...), b.rbac.TCPLocal...)}} {
 			for i, f := range group.fs {
+				if _, ok := names[f.Filter]; ok {
+					if l := also[f.Filter]; len(l) == 0 || l[len(l)-1] != b.label() {
+						also[f.Filter] = append(l, b.label())
+					}
+					continue
+				}
 				kind := "tcp"
 				if group.http {
 					kind = "http"
@@ -433,7 +446,7 @@ func (e *explanation) addObjects() {
 					name += " " + f.Provider
 				}
 				name += ")"
-				names[buildFilter{b, f.Filter}] = name
+				names[f.Filter] = name
 				o := explain.Object{Kind: string(f.Config.ProtoReflect().Descriptor().FullName()), Name: name, Origins: f.Traces,
 					Summary: []explain.Summary{{Name: "filter", Value: f.Filter.Name}, {Name: "action", Value: f.Action}}}
 				if f.Provider != "" {
@@ -448,9 +461,14 @@ func (e *explanation) addObjects() {
 				if o.Origins == nil {
 					o.Origins = []provenance.FieldTrace{}
 				}
+				at[f.Filter] = len(filterObjs)
 				filterObjs = append(filterObjs, o)
 			}
 		}
+	}
+	for f, l := range also {
+		o := &filterObjs[at[f]]
+		o.Summary = append(o.Summary, explain.Summary{Name: "also for", Value: strings.Join(l, ", ")})
 	}
 	for _, c := range e.chains {
 		fc := &listenerv3.FilterChain{Name: c.name}
@@ -474,7 +492,7 @@ func (e *explanation) addObjects() {
 		for i, f := range c.filters() {
 			fc.Filters = append(fc.Filters, f.Filter)
 			o.Origins = append(o.Origins, provenance.FieldTrace{Path: fmt.Sprintf("filters[%d]", i), Value: f.Filter.Name + " (" + f.Action + ")",
-				Origin: provenance.Origin{Layer: provenance.LayerAuthorizationPolicy, Note: "every permission and principal: object " + names[buildFilter{c.b, f.Filter}]}})
+				Origin: provenance.Origin{Layer: provenance.LayerAuthorizationPolicy, Note: "every permission and principal: object " + names[f.Filter]}})
 		}
 		if len(fc.Filters) == 0 {
 			o.Summary = append(o.Summary, explain.Summary{Name: "authorization", Value: "none: no policy is attached"})

@@ -263,27 +263,54 @@ func TestPodSection(t *testing.T) {
 }
 
 // Builds with the same policies, attached by the same targetRefs, share their filters, and
-// only those; each chain still names the filter objects of its own service (or "direct").
+// only those; a shared filter is one object, named after the first build that has it, and each
+// chain names either its own service's (or "direct") object or one whose "also for" lists it.
 func TestBuildsWithTheSameInputsShareTheirFilters(t *testing.T) {
 	dirs, err := os.ReadDir(filepath.Join(testkit.RepoRoot(t), "testdata", "scenarios", "waypoint"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	shared := 0
+	shared, named := 0, 0
 	for _, d := range dirs {
 		r := explainScenario(t, d.Name())
+		objects := map[string]explain.Object{}
+		messages := map[any]string{}
+		for _, o := range r.Objects {
+			if o.Kind == ChainKind {
+				continue
+			}
+			objects[o.Name] = o
+			if other, ok := messages[o.Message]; ok {
+				t.Errorf("%s: objects %q and %q print the same filter", d.Name(), other, o.Name)
+			}
+			messages[o.Message] = o.Name
+		}
 		for _, o := range r.Objects {
 			if o.Kind != ChainKind {
 				continue
 			}
-			build := "direct"
+			build, label := "direct", "the direct chains"
 			if _, rest, ok := strings.Cut(o.Name, "|"); ok {
 				_, rest, _ = strings.Cut(rest, "|")
 				_, build, _ = strings.Cut(rest, "|")
+				label = build
 			}
 			for _, tr := range o.Origins {
-				if _, obj, ok := strings.Cut(tr.Origin.Note, "every permission and principal: object "); ok && !strings.HasPrefix(obj, build+" ") {
-					t.Errorf("%s: chain %s names the filter object %q", d.Name(), o.Name, obj)
+				_, name, ok := strings.Cut(tr.Origin.Note, "every permission and principal: object ")
+				if !ok {
+					continue
+				}
+				obj, found := objects[name]
+				switch {
+				case !found:
+					t.Errorf("%s: chain %s names the filter object %q, which is not in the answer", d.Name(), o.Name, name)
+				case strings.HasPrefix(name, build+" "):
+				case slices.ContainsFunc(obj.Summary, func(s explain.Summary) bool {
+					return s.Name == "also for" && slices.Contains(strings.Split(s.Value, ", "), label)
+				}):
+					named++
+				default:
+					t.Errorf("%s: chain %s names the filter object %q, which is not for %s", d.Name(), o.Name, name, label)
 				}
 			}
 		}
@@ -306,7 +333,7 @@ func TestBuildsWithTheSameInputsShareTheirFilters(t *testing.T) {
 			}
 		}
 	}
-	if shared == 0 {
-		t.Fatal("no scenario has two builds with the same inputs")
+	if shared == 0 || named == 0 {
+		t.Fatalf("builds with the same inputs: %d; chains naming another build's object: %d", shared, named)
 	}
 }
