@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 
 	"github.com/charmbracelet/lipgloss"
-
-	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
 
 // columnGap is the width between two columns: the cell padding plus the hidden border.
@@ -37,23 +35,15 @@ type cell struct {
 // cellCache shares what laying a table out learns of a cell's text between the tables of one
 // output, which renderBlocks lays out concurrently: the text as laid out, its line index, its
 // line count at each width and its wrapping. Tables repeat rows: those of a waypoint's filters
-// repeat, for every bound service, the rows of each policy attached to the Gateway (at 10,000
-// Services, 19,965 cells of 811 distinct texts), and fitting their columns counts the lines of
-// every cell at every width it tries. A nil cellCache shares nothing.
+// repeat, in every build that has it, the rows of each policy attached to the Gateway (at
+// 10,000 Services, 19,965 cells of 811 distinct texts before each shared filter was printed
+// once), and fitting their columns counts the lines of every cell at every width it tries. A
+// nil cellCache shares nothing.
 type cellCache struct {
 	mu sync.Mutex
 	m  map[string]*cellText
-	// tables are whole tables laid out, by what they are made of (table), and by the
-	// traces they list (tracesTable).
-	tables   map[string]*sharedTable
-	byTraces map[tracesID]*sharedTable
-}
-
-// tracesID is a slice of traces by where it is: the tables of one output only read the
-// traces, so the same slice has the same table.
-type tracesID struct {
-	first *provenance.FieldTrace
-	n     int
+	// tables are whole tables laid out, by what they are made of (table).
+	tables map[string]*sharedTable
 }
 
 // sharedTable is one table laid out once.
@@ -72,24 +62,6 @@ func (cc *cellCache) table(key string, lay func() string) string {
 	if !ok {
 		t = &sharedTable{}
 		cc.tables[key] = t
-	}
-	cc.mu.Unlock()
-	return t.get(lay)
-}
-
-// tracesTable is lay(), the table of traces (not empty), called once per slice and output:
-// objects that share their traces (the filters of a waypoint's services that share a build)
-// share their table without its rows being built again.
-func (cc *cellCache) tracesTable(traces []provenance.FieldTrace, lay func() string) string {
-	if cc == nil || len(traces) == 0 {
-		return lay()
-	}
-	id := tracesID{first: &traces[0], n: len(traces)}
-	cc.mu.Lock()
-	t, ok := cc.byTraces[id]
-	if !ok {
-		t = &sharedTable{}
-		cc.byTraces[id] = t
 	}
 	cc.mu.Unlock()
 	return t.get(lay)
@@ -116,7 +88,7 @@ type cellText struct {
 }
 
 func newCellCache() *cellCache {
-	return &cellCache{m: map[string]*cellText{}, tables: map[string]*sharedTable{}, byTraces: map[tracesID]*sharedTable{}}
+	return &cellCache{m: map[string]*cellText{}, tables: map[string]*sharedTable{}}
 }
 
 func newCellText(raw string) *cellText {

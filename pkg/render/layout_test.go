@@ -286,8 +286,8 @@ func TestSharedCellsLayOutTheSame(t *testing.T) {
 	}
 }
 
-// Objects that share their traces share their table (tracesTable), and print as objects with
-// copies of the traces print without any sharing, in both table formats.
+// Objects with the same traces share their laid-out table (cellCache.table), and print as they
+// would without any sharing, in both table formats.
 func TestObjectsSharingTracesPrintAsCopies(t *testing.T) {
 	base := clusterResult(t)
 	shared, copied := *base, *base

@@ -161,9 +161,7 @@ func (p *tablePrinter) result(th Theme, r *explain.Result) []func() string {
 			b := p.objectHeader(th, r, o)
 			shown, defaults := p.shownFields(o.Origins)
 			if len(shown) > 0 {
-				// Objects that share their origins (a waypoint's services that share a
-				// build) share their table without building its rows again.
-				b += "\n" + th.cells.tracesTable(o.Origins, func() string { return p.fields(th, shown) })
+				b += "\n" + p.fields(th, shown)
 			}
 			if defaults > 0 {
 				b += "\n" + wrapCell(fmt.Sprintf("(%s more at Istio's or Envoy's defaults: -o wide or --show-defaults lists them)",
@@ -329,8 +327,8 @@ func (p *tablePrinter) fields(th Theme, traces []provenance.FieldTrace) string {
 			rows = append(rows, row)
 		}
 	}
-	// The filters of a waypoint's services repeat whole tables (at 10,000 Services, 142
-	// filter objects hold 62 distinct lists of fields): each is laid out once per output.
+	// The filters of a waypoint's services repeat whole tables (at 10,000 Services, 102
+	// filter objects hold 63 distinct lists of fields): each is laid out once per output.
 	return th.cells.table(fieldTableKey(rows, infos), func() string { return p.fieldTable(th, headers, rows, infos) })
 }
 
