@@ -432,9 +432,7 @@ func (e *explanation) addObjects() {
 		}{{true, append(append([]envoyrbac.Filter{}, b.rbac.HTTPCustom...), b.rbac.HTTPLocal...)}, {false, append(append([]envoyrbac.Filter{}, b.rbac.TCPCustom...), b.rbac.TCPLocal...)}} {
 			for i, f := range group.fs {
 				if _, ok := names[f.Filter]; ok {
-					if l := also[f.Filter]; len(l) == 0 || l[len(l)-1] != b.label() {
-						also[f.Filter] = append(l, b.label())
-					}
+					also[f.Filter] = append(also[f.Filter], b.label())
 					continue
 				}
 				kind := "tcp"
