@@ -32,7 +32,12 @@ func AdjustStartingHeap(size uint64) {
 	if prev < 0 || goal == 0 || size <= goal {
 		return
 	}
-	gogc := gogcFor(size, goal, prev)
+	// The goal after a collection is live × (1 + GOGC/100).
+	live := goal * 100 / uint64(100+prev)
+	if live == 0 {
+		return
+	}
+	gogc := gogcFor(size, live, prev)
 	if gogc <= prev {
 		return
 	}
@@ -40,7 +45,6 @@ func AdjustStartingHeap(size uint64) {
 	eachGC(func() bool {
 		metrics.Read(sample)
 		goal := sample[0].Value.Uint64()
-		// The goal after a collection is live × (1 + GOGC/100).
 		live := goal * 100 / uint64(100+gogc)
 		if live >= size/2 || live == 0 {
 			debug.SetGCPercent(prev)
@@ -52,10 +56,15 @@ func AdjustStartingHeap(size uint64) {
 	})
 }
 
+// heapMinimum is the runtime's smallest heap goal at GOGC 100 (defaultHeapMinimum in
+// runtime/mgcpacer.go); the goal is never under heapMinimum × GOGC/100.
+const heapMinimum = 4 << 20
+
 // gogcFor is the GOGC that sets the goal to size for a live heap of live bytes, never below
-// floor.
+// floor: the goal is the larger of live × (1 + GOGC/100) and heapMinimum × GOGC/100, so for
+// a small live heap the second decides it.
 func gogcFor(size, live uint64, floor int) int {
-	return max(int(100*size/live)-100, floor)
+	return max(min(int(100*size/live)-100, int(100*size/heapMinimum)), floor)
 }
 
 // eachGC calls fn after each collection until fn returns false: the finalizer of an object

@@ -34,7 +34,8 @@ func gogc() int {
 
 // TestAdjustStartingHeap runs each case in a child process (the collector's settings are the
 // process's): with a starting heap of 32 MiB, the heap goal after a collection of a small heap
-// is about 32 MiB (24 to 48: the goal counts stacks and globals too), where the default goal is
+// is about 32 MiB (24 to 48: the goal counts stacks and globals too), and so is the goal
+// before the first collection, where the default goal is
 // twice the live heap, and once the live heap passes
 // half of it GOGC is what it was; GOGC=off, or an environment GOGC as generous, is left alone.
 func TestAdjustStartingHeap(t *testing.T) {
@@ -98,9 +99,18 @@ func startHeapCase(mode string) {
 		}
 		return
 	}
+	// As in the command, whose packages' initialization leaves about 3 MiB live and collects:
+	// the goal is then twice the live heap, not the runtime's minimum.
+	allocate(3 * mib)
+	runtime.GC()
 	AdjustStartingHeap(32 * mib)
 	if g := gogc(); g == before {
 		fmt.Printf("startheap: GOGC %d left alone\n", g)
+		return
+	}
+	// The first goal is the starting heap already, not only the goals after collections.
+	if g := heapGoal(); g < 24*mib || g > 48*mib {
+		fmt.Printf("startheap: goal %d MiB before a collection\n", g/mib)
 		return
 	}
 	if !settle(func() bool { g := heapGoal(); return 24*mib <= g && g <= 48*mib }) {
