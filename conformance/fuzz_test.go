@@ -66,7 +66,8 @@ func FuzzEngineAgreesWithIstio(f *testing.F) {
 		if errors.As(err, &invalid) || errors.As(err, &noProxy) || isKnownIstioPanic(err) ||
 			err != nil && strings.Contains(err.Error(), "no valid IP address in the service node id") {
 			// Rejected, no waypoint instance or no pod IP to connect as the proxy (a pod
-			// without an IP has no running sidecar to ask istiod), or a known panic.
+			// without an IP has no running sidecar to ask istiod; Istio's code says so in its
+			// own words when the pod is a cluster client), or a known panic.
 			return
 		}
 		args := append(strings.Fields(sc.Command), "-f", dir, "-o", outputFormat(kind))

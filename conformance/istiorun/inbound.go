@@ -39,7 +39,7 @@ func Inbound(sc *Scenario) ([]*listener.FilterChain, error) {
 	}
 	pod := pods[0]
 	if pod.Status.PodIP == "" {
-		return nil, fmt.Errorf("pod %s/%s has no status.podIP", pod.Namespace, pod.Name)
+		return nil, &NoProxyError{Pod: pod.Namespace + "/" + pod.Name}
 	}
 	proxy := sc.PodProxy(pod)
 	resources, err := sc.Push(proxy, v3.ListenerType, "listeners")

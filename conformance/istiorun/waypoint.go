@@ -112,15 +112,21 @@ func (sc *Scenario) Waypoint() (*WaypointTarget, error) {
 	return w, nil
 }
 
-// NoProxyError says that a waypoint scenario has no instance of the waypoint to connect to
-// the discovery server as its proxy: istiod pushes to proxies, so without one Istio's code has
-// nothing to answer, where the plugin answers what istiod would push to it.
+// NoProxyError says that a scenario has no proxy to connect to the discovery server as: a
+// waypoint without an instance, or a pod without an IP (no sidecar runs in it yet). istiod
+// pushes to proxies, so without one Istio's code has nothing to answer, where the plugin
+// answers what istiod would push to it.
 type NoProxyError struct {
-	// Waypoint is the Gateway, NS/NAME.
+	// Waypoint is the Gateway, NS/NAME, for a waypoint without an instance.
 	Waypoint string
+	// Pod is the pod, NS/NAME, for a pod without status.podIP.
+	Pod string
 }
 
 func (e *NoProxyError) Error() string {
+	if e.Pod != "" {
+		return fmt.Sprintf("pod %s has no status.podIP", e.Pod)
+	}
 	_, name, _ := strings.Cut(e.Waypoint, "/")
 	return fmt.Sprintf("no instance of waypoint %s: want a Pod with status.podIP or a WorkloadEntry with an address, labelled %s: %s", e.Waypoint, label.IoK8sNetworkingGatewayGatewayName.Name, name)
 }
