@@ -111,7 +111,7 @@ func (sc *Scenario) BuildClientProxy() (*ClientProxy, error) {
 			return nil, fmt.Errorf("--from %s: no pod %s/%s", a.From, ns, name)
 		}
 		if pod.Status.PodIP == "" {
-			return nil, fmt.Errorf("--from %s: %w", a.From, &NoProxyError{Pod: pod.Namespace + "/" + pod.Name})
+			return nil, fmt.Errorf("--from %s: %w", a.From, &NoProxyError{Pod: pod.Namespace + "/" + pod.Name, Missing: "status.podIP"})
 		}
 		return sc.PodProxy(pod), nil
 	default:

@@ -2,6 +2,7 @@ package istiorun
 
 import (
 	"fmt"
+	"istio.io/api/annotation"
 	"sort"
 
 	listener "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
@@ -38,8 +39,11 @@ func Inbound(sc *Scenario) ([]*listener.FilterChain, error) {
 		return nil, fmt.Errorf("a sidecar scenario names one pod; %q selects %d", sc.Command, len(pods))
 	}
 	pod := pods[0]
+	if _, injected := pod.Annotations[annotation.SidecarStatus.Name]; !injected {
+		return nil, &NoProxyError{Pod: pod.Namespace + "/" + pod.Name, Missing: annotation.SidecarStatus.Name + " annotation"}
+	}
 	if pod.Status.PodIP == "" {
-		return nil, &NoProxyError{Pod: pod.Namespace + "/" + pod.Name}
+		return nil, &NoProxyError{Pod: pod.Namespace + "/" + pod.Name, Missing: "status.podIP"}
 	}
 	proxy := sc.PodProxy(pod)
 	resources, err := sc.Push(proxy, v3.ListenerType, "listeners")

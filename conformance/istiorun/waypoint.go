@@ -113,19 +113,20 @@ func (sc *Scenario) Waypoint() (*WaypointTarget, error) {
 }
 
 // NoProxyError says that a scenario has no proxy to connect to the discovery server as: a
-// waypoint without an instance, or a pod without an IP (no sidecar runs in it yet). istiod
-// pushes to proxies, so without one Istio's code has nothing to answer, where the plugin
-// answers what istiod would push to it.
+// waypoint without an instance, a pod without an IP (no sidecar runs in it yet), or a pod the
+// sidecar injector has not marked (no sidecar in it at all). istiod pushes to proxies, so
+// without one Istio's code has nothing to answer, where the plugin answers what istiod would
+// push to the waypoint, or says the pod has no sidecar.
 type NoProxyError struct {
 	// Waypoint is the Gateway, NS/NAME, for a waypoint without an instance.
 	Waypoint string
-	// Pod is the pod, NS/NAME, for a pod without status.podIP.
-	Pod string
+	// Pod is the pod, NS/NAME, and Missing what it lacks, for a pod.
+	Pod, Missing string
 }
 
 func (e *NoProxyError) Error() string {
 	if e.Pod != "" {
-		return fmt.Sprintf("pod %s has no status.podIP", e.Pod)
+		return fmt.Sprintf("pod %s has no %s", e.Pod, e.Missing)
 	}
 	_, name, _ := strings.Cut(e.Waypoint, "/")
 	return fmt.Sprintf("no instance of waypoint %s: want a Pod with status.podIP or a WorkloadEntry with an address, labelled %s: %s", e.Waypoint, label.IoK8sNetworkingGatewayGatewayName.Name, name)
