@@ -90,10 +90,11 @@ func FuzzEngineAgreesWithIstio(f *testing.F) {
 				t.Fatalf("%s seed %d, edits %v: Istio has no answer (%v) but the plugin answers:\n%s\nscenario:\n%s", kind, seed, edits, err, got, y)
 			}
 		case engErr != nil:
-			// Istio pushes nothing for a host that no Service or ServiceEntry defines, or for
-			// a subset no DestinationRule of the proxy defines; the plugin says the host is
-			// not found, or that there is no such subset.
-			if msg := engErr.Error(); !noAnswer(want) || !strings.Contains(msg, "not found") && !strings.Contains(msg, "no subset") {
+			// Istio pushes nothing for a host that no Service or ServiceEntry defines, for a
+			// port the host does not have, or for a subset no DestinationRule of the proxy
+			// defines; the plugin says the host is not found, that it has no such port, or
+			// that there is no such subset.
+			if msg := engErr.Error(); !noAnswer(want) || !strings.Contains(msg, "not found") && !strings.Contains(msg, "has no port") && !strings.Contains(msg, "no subset") {
 				t.Fatalf("%s seed %d, edits %v: Istio answers but the plugin fails: %v\nIstio:\n%s\nscenario:\n%s", kind, seed, edits, engErr, want, y)
 			}
 		default:
