@@ -26,9 +26,10 @@ import (
 // Istio's validation rejects, those the API server would refuse (an object that does not
 // decode, two of one name, a name that is no DNS name), and those where the plugin's loader
 // skips an object (an unknown field, which kubectl's strict validation refuses; Istio's
-// decoder would drop it instead). Skipped too: a waypoint without an instance and a pod
-// without an IP (Istio's code needs a proxy address to connect; the plugin answers what istiod
-// would push to it), a waypoint not yet deployed whose Service is missing (the plugin answers
+// decoder would drop it instead). Skipped too: a waypoint without an instance, a pod without
+// an IP and a sidecar pod without the injector's annotation (Istio's code needs a proxy to
+// connect as; the plugin answers what istiod would push to the waypoint, or says the pod has
+// no sidecar), a waypoint not yet deployed whose Service is missing (the plugin answers
 // as istiod will program it, with the Service its deployment creates), and Istio's known
 // panics, as in TestEngineAgreesWithIstio.
 //

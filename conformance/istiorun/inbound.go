@@ -2,12 +2,12 @@ package istiorun
 
 import (
 	"fmt"
-	"istio.io/api/annotation"
 	"sort"
 
 	listener "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	hcm "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 
+	"istio.io/api/annotation"
 	"istio.io/istio/pilot/pkg/model"
 	v3 "istio.io/istio/pilot/pkg/xds/v3"
 )

@@ -35,9 +35,9 @@ func gogc() int {
 // TestAdjustStartingHeap runs each case in a child process (the collector's settings are the
 // process's): with a starting heap of 32 MiB, the heap goal after a collection of a small heap
 // is about 32 MiB (24 to 48: the goal counts stacks and globals too), and so is the goal
-// before the first collection, where the default goal is
-// twice the live heap, and once the live heap passes
-// half of it GOGC is what it was; GOGC=off, or an environment GOGC as generous, is left alone.
+// before the first collection, where the default goal is twice the live heap, and once the
+// live heap passes half of it GOGC is what it was; GOGC=off, or an environment GOGC as
+// generous, is left alone.
 func TestAdjustStartingHeap(t *testing.T) {
 	if c := os.Getenv(startHeapChild); c != "" {
 		startHeapCase(c)

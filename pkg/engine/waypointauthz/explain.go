@@ -421,9 +421,9 @@ func (b *build) label() string {
 // first build that has it (the bound services in order, then the direct chains), whose "also
 // for" lists the others; the chains of every build that has it name that object.
 func (e *explanation) addObjects() {
-	names := map[*listenerv3.Filter]string{}
+	// at is each filter's object in filterObjs; also, by object, the other builds that have it.
 	at := map[*listenerv3.Filter]int{}
-	also := map[*listenerv3.Filter][]string{}
+	var also [][]string
 	var filterObjs []explain.Object
 	for _, b := range append(append([]*build{}, e.builds...), e.direct) {
 		for _, group := range []struct {
@@ -431,8 +431,8 @@ func (e *explanation) addObjects() {
 			fs   []envoyrbac.Filter
 		}{{true, append(append([]envoyrbac.Filter{}, b.rbac.HTTPCustom...), b.rbac.HTTPLocal...)}, {false, append(append([]envoyrbac.Filter{}, b.rbac.TCPCustom...), b.rbac.TCPLocal...)}} {
 			for i, f := range group.fs {
-				if _, ok := names[f.Filter]; ok {
-					also[f.Filter] = append(also[f.Filter], b.label())
+				if k, ok := at[f.Filter]; ok {
+					also[k] = append(also[k], b.label())
 					continue
 				}
 				kind := "tcp"
@@ -444,7 +444,6 @@ func (e *explanation) addObjects() {
 					name += " " + f.Provider
 				}
 				name += ")"
-				names[f.Filter] = name
 				o := explain.Object{Kind: string(f.Config.ProtoReflect().Descriptor().FullName()), Name: name, Origins: f.Traces,
 					Summary: []explain.Summary{{Name: "filter", Value: f.Filter.Name}, {Name: "action", Value: f.Action}}}
 				if f.Provider != "" {
@@ -461,12 +460,14 @@ func (e *explanation) addObjects() {
 				}
 				at[f.Filter] = len(filterObjs)
 				filterObjs = append(filterObjs, o)
+				also = append(also, nil)
 			}
 		}
 	}
-	for f, l := range also {
-		o := &filterObjs[at[f]]
-		o.Summary = append(o.Summary, explain.Summary{Name: "also for", Value: strings.Join(l, ", ")})
+	for k, l := range also {
+		if len(l) > 0 {
+			filterObjs[k].Summary = append(filterObjs[k].Summary, explain.Summary{Name: "also for", Value: strings.Join(l, ", ")})
+		}
 	}
 	for _, c := range e.chains {
 		fc := &listenerv3.FilterChain{Name: c.name}
@@ -490,7 +491,7 @@ func (e *explanation) addObjects() {
 		for i, f := range c.filters() {
 			fc.Filters = append(fc.Filters, f.Filter)
 			o.Origins = append(o.Origins, provenance.FieldTrace{Path: fmt.Sprintf("filters[%d]", i), Value: f.Filter.Name + " (" + f.Action + ")",
-				Origin: provenance.Origin{Layer: provenance.LayerAuthorizationPolicy, Note: "every permission and principal: object " + names[f.Filter]}})
+				Origin: provenance.Origin{Layer: provenance.LayerAuthorizationPolicy, Note: "every permission and principal: object " + filterObjs[at[f.Filter]].Name}})
 		}
 		if len(fc.Filters) == 0 {
 			o.Summary = append(o.Summary, explain.Summary{Name: "authorization", Value: "none: no policy is attached"})
