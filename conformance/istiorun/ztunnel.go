@@ -63,6 +63,13 @@ func Ztunnel(sc *Scenario) ([]WorkloadAuthz, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, pod := range pods {
+		// Without an IP the ambient index makes no workload of the pod: nothing runs there
+		// for ztunnel to enforce on.
+		if pod.Status.PodIP == "" {
+			return nil, &NoProxyError{Pod: pod.Namespace + "/" + pod.Name, Missing: "status.podIP"}
+		}
+	}
 	var out []WorkloadAuthz
 	err = test.Wrap(func(t test.Failer) {
 		objs := append([]runtime.Object{}, sc.Kube...)
