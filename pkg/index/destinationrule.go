@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"google.golang.org/protobuf/proto"
@@ -11,8 +12,11 @@ import (
 	networking "istio.io/api/networking/v1alpha3"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain/diag"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/meshhost"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/webhook"
 )
 
 // annotationInternalParents marks a DestinationRule istiod synthesized from a Gateway API
@@ -45,6 +49,21 @@ type drInfo struct {
 	// MeshConfig defaultDestinationRuleExportTo containing .).
 	privateOnly bool
 	backend     bool
+	// rejected is D33 for the rule (rejectedByValidation), found once: the answers of every
+	// client and host that name the rule ask for it.
+	rejected struct {
+		once  sync.Once
+		diags []explain.Diagnostic
+	}
+}
+
+// rejectedByValidation is D33 for what Istio's validation rejects in the rule.
+func (d *drInfo) rejectedByValidation() []explain.Diagnostic {
+	d.rejected.once.Do(func() {
+		d.rejected.diags = webhook.Diagnostics(diag.RejectedByValidation, d.ref,
+			webhook.DestinationRule(webhook.Meta{Name: d.obj.Name, Namespace: d.obj.Namespace, Annotations: d.obj.Annotations}, &d.obj.Spec))
+	})
+	return d.rejected.diags
 }
 
 // drsCovering returns the DestinationRules whose host can be returned by mostSpecificHostMatch

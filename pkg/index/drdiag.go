@@ -70,7 +70,7 @@ func (ix *Index) selectionDiagnostics(p *Proxy, svc *Service, list []*drEntry, s
 	case chosen != nil:
 		out = mergeDiagnostics(chosen)
 		for _, d := range chosen.from {
-			out = append(out, webhook.Diagnostics(diag.RejectedByValidation, d.ref, webhook.DestinationRule(webhook.Meta{Name: d.obj.Name, Namespace: d.obj.Namespace, Annotations: d.obj.Annotations}, &d.obj.Spec))...)
+			out = append(out, d.rejectedByValidation()...)
 		}
 		if chosen.primary.hasSelector {
 			out = append(out, selectorNotInheriting(list, chosen, handled)...)

@@ -8,7 +8,6 @@ import (
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain/diag"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/internal/strdist"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/meshhost"
-	"github.com/mesh-explain/kubectl-mesh-explain/pkg/webhook"
 )
 
 // HostDiagnostics are the findings about svc itself for the rule selected for the proxy: D1 for
@@ -29,8 +28,7 @@ func (ix *Index) HostDiagnostics(p *Proxy, svc *Service, sel Selection) []explai
 				fmt.Sprintf("set spec.host of %s to %s", d.ref, svc.Hostname),
 				d.ref))
 			// D33: what Istio's validation rejects in the near miss, its host first of all.
-			out = append(out, webhook.Diagnostics(diag.RejectedByValidation, d.ref,
-				webhook.DestinationRule(webhook.Meta{Name: d.obj.Name, Namespace: d.obj.Namespace, Annotations: d.obj.Annotations}, &d.obj.Spec))...)
+			out = append(out, d.rejectedByValidation()...)
 		}
 	}
 	if svc.Resolution == Alias {

@@ -67,6 +67,9 @@ type Index struct {
 	// lastScope is the scope scopeFor found last, with its proxy: the explanations of one
 	// proxy ask for it on every host.
 	lastScope atomic.Pointer[proxyScope]
+	// vsRejected is D33 of each VirtualService by provenance.Ref, found once
+	// (virtualServiceRejected).
+	vsRejected sync.Map
 }
 
 // proxyScope is the sidecar scope of one Proxy.

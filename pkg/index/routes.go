@@ -484,13 +484,20 @@ func hostIsStar(listed []byte) bool {
 	}
 }
 
-// virtualServiceRejected is D33 for what Istio's validation rejects in the VirtualService ref.
+// virtualServiceRejected is D33 for what Istio's validation rejects in the VirtualService ref,
+// found once for every answer that names the VirtualService.
 func (ix *Index) virtualServiceRejected(ref provenance.Ref) []explain.Diagnostic {
+	if d, ok := ix.vsRejected.Load(ref); ok {
+		return d.([]explain.Diagnostic)
+	}
+	var out []explain.Diagnostic
 	for _, vs := range ix.snap.VirtualServices {
 		if vs.Namespace == ref.Namespace && vs.Name == ref.Name {
-			return webhook.Diagnostics(diag.RejectedByValidation, ref,
+			out = webhook.Diagnostics(diag.RejectedByValidation, ref,
 				webhook.VirtualService(webhook.Meta{Name: vs.Name, Namespace: vs.Namespace, Annotations: vs.Annotations, Labels: vs.Labels}, &vs.Spec))
+			break
 		}
 	}
-	return nil
+	ix.vsRejected.Store(ref, out)
+	return out
 }
