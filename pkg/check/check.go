@@ -101,7 +101,8 @@ func WorkloadEngines(snap *model.Snapshot, revision string) []WorkloadEngine {
 // occurrence is one diagnostic of one answer: for a host from a class of clients, or for a
 // workload.
 type occurrence struct {
-	d explain.Diagnostic
+	// d is the diagnostic in its answer, which occurrences share and nothing changes.
+	d *explain.Diagnostic
 	// key is key(d), when known: an answer shared by many clients is keyed once.
 	key      string
 	host     string
@@ -170,11 +171,13 @@ func hostOccurrences(ix *index.Index, classes []*Class, reuse *reusePlan, groupi
 		workers = runtime.GOMAXPROCS(0)
 	}
 	type result struct {
-		i     int
-		occ   []occurrence
-		hosts []string
-		err   error
+		i       int
+		occ     []occurrence
+		inScope []bool
+		err     error
 	}
+	hosts := envoycluster.Hostnames(ix)
+	reuse.prepare(hosts)
 	shared := envoycluster.NewSharedBuilds(ix)
 	results := make(chan result, workers)
 	go func() {
@@ -187,8 +190,8 @@ func hostOccurrences(ix *index.Index, classes []*Class, reuse *reusePlan, groupi
 				go func() {
 					defer wg.Done()
 					for i := range next {
-						occ, hosts, err := classOccurrencesSafely(ix, shared, grouping, classes[i], reuse)
-						results <- result{i, occ, hosts, err}
+						occ, inScope, err := classOccurrencesSafely(ix, shared, grouping, classes[i], reuse, hosts)
+						results <- result{i, occ, inScope, err}
 					}
 				}()
 			}
@@ -199,7 +202,7 @@ func hostOccurrences(ix *index.Index, classes []*Class, reuse *reusePlan, groupi
 			wg.Wait()
 		}
 	}()
-	seen := map[string]bool{}
+	seen := make([]bool, len(hosts))
 	failed, firstErr := len(classes), error(nil)
 	for r := range results {
 		if r.err != nil {
@@ -212,42 +215,49 @@ func hostOccurrences(ix *index.Index, classes []*Class, reuse *reusePlan, groupi
 			continue
 		}
 		m.add(r.i, r.occ)
-		for _, h := range r.hosts {
-			seen[h] = true
+		for i, in := range r.inScope {
+			seen[i] = seen[i] || in
 		}
 	}
 	if firstErr != nil {
 		return 0, firstErr
 	}
-	return len(seen), nil
+	n := 0
+	for _, in := range seen {
+		if in {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // classOccurrencesSafely is classOccurrences on a worker goroutine, where a panic would end
 // the process: it is recovered as the class's error, naming the clients it was checking for.
-func classOccurrencesSafely(ix *index.Index, shared *envoycluster.SharedBuilds, grouping *groupPlan, c *Class, reuse *reusePlan) (occ []occurrence, hosts []string, err error) {
+func classOccurrencesSafely(ix *index.Index, shared *envoycluster.SharedBuilds, grouping *groupPlan, c *Class, reuse *reusePlan, hosts []string) (occ []occurrence, inScope []bool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			names := c.names()
 			if len(names) > 3 {
 				names = append(names[:3:3], fmt.Sprintf("and %d more", len(names)-3))
 			}
-			occ, hosts, err = nil, nil, fmt.Errorf("internal error while checking the hosts of clients %s: %v", strings.Join(names, ", "), r)
+			occ, inScope, err = nil, nil, fmt.Errorf("internal error while checking the hosts of clients %s: %v", strings.Join(names, ", "), r)
 		}
 	}()
 	if testHookClass != nil {
 		testHookClass(c)
 	}
-	return classOccurrences(ix, shared, grouping, c, reuse)
+	return classOccurrences(ix, shared, grouping, c, reuse, hosts)
 }
 
 // testHookClass, when set, is called with each class before its hosts are checked; tests use
 // it to make a worker panic.
 var testHookClass func(c *Class)
 
-// classOccurrences is what `cluster HOST` reports for each host in the scope of the class's
-// proxy (Explainer.HostDiagnostics), or, where reuse allows, what the class of its namespace's default
-// sidecar was told. The cluster builds are shared with the other classes through shared.
-func classOccurrences(ix *index.Index, shared *envoycluster.SharedBuilds, grouping *groupPlan, c *Class, reuse *reusePlan) ([]occurrence, []string, error) {
+// classOccurrences is what `cluster HOST` reports for each of hosts (envoycluster.Hostnames)
+// in the scope of the class's proxy (Explainer.HostDiagnostics), or, where reuse allows, what
+// the class of its namespace's default sidecar was told. The cluster builds are shared with the
+// other classes through shared. inScope marks the hosts in the proxy's scope.
+func classOccurrences(ix *index.Index, shared *envoycluster.SharedBuilds, grouping *groupPlan, c *Class, reuse *reusePlan, hosts []string) (out []occurrence, inScope []bool, err error) {
 	proxy, err := c.proxy(ix)
 	if err != nil {
 		return nil, nil, err
@@ -258,8 +268,7 @@ func classOccurrences(ix *index.Index, shared *envoycluster.SharedBuilds, groupi
 	// others are the Explainers of the members whose labels differ from the first member's,
 	// made when a host's answer names the labels.
 	var others []*envoycluster.Explainer
-	var out []occurrence
-	var hosts []string
+	inScope = make([]bool, len(hosts))
 	proxyDiags := e.ProxyDiagnostics()
 	proxyKeys := keysOf(proxyDiags)
 	// folded: the class's answer, where it takes its namespace default's, is that class's
@@ -269,12 +278,13 @@ func classOccurrences(ix *index.Index, shared *envoycluster.SharedBuilds, groupi
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, h := range e.Hosts() {
-		if a, ok := reuse.answer(c, h); ok {
+	take := reuse.taking(c)
+	for i, h := range hosts {
+		if a := take.answer(i); a != nil {
 			if a.inScope {
-				hosts = append(hosts, h)
+				inScope[i] = true
 				if !folded {
-					out = appendHost(out, a, proxyDiags, proxyKeys, h, names)
+					out = appendHost(out, *a, proxyDiags, proxyKeys, h, names)
 				}
 			}
 			continue
@@ -284,13 +294,13 @@ func classOccurrences(ix *index.Index, shared *envoycluster.SharedBuilds, groupi
 			return nil, nil, err
 		}
 		if reuse.records(c) {
-			reuse.record(c, proxy, h, a)
+			reuse.record(c, proxy, i, a)
 		}
 		if !a.inScope {
 			// Outside the proxy's scope: not a host this client sees.
 			continue
 		}
-		hosts = append(hosts, h)
+		inScope[i] = true
 		named := func(d explain.Diagnostic) bool { return labelsNamed(d.Message, proxy.Labels) }
 		if len(groups) == 1 || !slices.ContainsFunc(a.diags, named) && !slices.ContainsFunc(proxyDiags, named) {
 			out = appendHost(out, a, proxyDiags, proxyKeys, h, names)
@@ -317,7 +327,7 @@ func classOccurrences(ix *index.Index, shared *envoycluster.SharedBuilds, groupi
 			out = appendHost(out, oa, others[i].ProxyDiagnostics(), nil, h, groupNames(g))
 		}
 	}
-	return out, hosts, nil
+	return out, inScope, nil
 }
 
 // hostOf is the answer of c's proxy (e's) for host, but the proxy's own diagnostics: the one
@@ -348,11 +358,11 @@ func hostOf(e *envoycluster.Explainer, shared *envoycluster.SharedBuilds, groupi
 // keys are those of the proxy's diagnostics, or nil.
 func appendHost(out []occurrence, a hostAnswer, proxyDiags []explain.Diagnostic, proxyKeys []string, host string, clients []string) []occurrence {
 	subject := &a.subject
-	for i, d := range a.diags {
-		out = append(out, occurrence{d: d, key: keyAt(a.keys, i), host: host, clients: clients, subject: subject})
+	for i := range a.diags {
+		out = append(out, occurrence{d: &a.diags[i], key: keyAt(a.keys, i), host: host, clients: clients, subject: subject})
 	}
-	for i, d := range proxyDiags {
-		out = append(out, occurrence{d: d, key: keyAt(proxyKeys, i), host: host, clients: clients, subject: subject})
+	for i := range proxyDiags {
+		out = append(out, occurrence{d: &proxyDiags[i], key: keyAt(proxyKeys, i), host: host, clients: clients, subject: subject})
 	}
 	return out
 }
@@ -438,8 +448,8 @@ func workloadAnswers(snap *model.Snapshot, engines []WorkloadEngine, namespaces 
 	var out []occurrence
 	for _, j := range jobs {
 		ref := provenance.Ref{Kind: "Pod", Namespace: j.pod.Namespace, Name: j.pod.Name}
-		for _, d := range j.diags {
-			out = append(out, occurrence{d: d, workload: ref.String(), subject: &ref})
+		for k := range j.diags {
+			out = append(out, occurrence{d: &j.diags[k], workload: ref.String(), subject: &ref})
 		}
 	}
 	return out, counts, int(taken.Load())
@@ -457,8 +467,9 @@ func waypointOccurrences(snap *model.Snapshot, namespaces []string) ([]occurrenc
 		}
 		n++
 		ref := provenance.Ref{Kind: "Gateway", Namespace: gw.Namespace, Name: gw.Name}
-		for _, d := range waypointauthz.Diagnostics(snap, gw) {
-			out = append(out, occurrence{d: d, waypoint: ref.String(), subject: &ref})
+		diags := waypointauthz.Diagnostics(snap, gw)
+		for k := range diags {
+			out = append(out, occurrence{d: &diags[k], waypoint: ref.String(), subject: &ref})
 		}
 	}
 	return out, n
@@ -530,14 +541,14 @@ func (m *merger) add(batch int, occ []occurrence) {
 		p := at{batch, i}
 		k := o.key
 		if k == "" {
-			k = key(o.d)
+			k = key(*o.d)
 		}
 		a := m.byKey[k]
 		if a == nil {
-			a = &acc{first: p, d: o.d, subject: o.subject, hosts: map[string]bool{}, clients: map[string]bool{}, workloads: map[string]bool{}, waypoints: map[string]bool{}, messages: map[string]bool{}}
+			a = &acc{first: p, d: *o.d, subject: o.subject, hosts: map[string]bool{}, clients: map[string]bool{}, workloads: map[string]bool{}, waypoints: map[string]bool{}, messages: map[string]bool{}}
 			m.byKey[k] = a
 		} else if p.before(a.first) {
-			a.first, a.d, a.subject = p, o.d, o.subject
+			a.first, a.d, a.subject = p, *o.d, o.subject
 		}
 		why := m.ign.reason(o.d, o.subject)
 		if why != "" {

@@ -93,8 +93,9 @@ func TestReplicasShareAnswers(t *testing.T) {
 			continue
 		}
 		ref := provenance.Ref{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name}
-		for _, d := range engines[i].Explain(pod).Diagnostics {
-			want = append(want, occurrence{d: d, workload: ref.String(), subject: &ref})
+		diags := engines[i].Explain(pod).Diagnostics
+		for k := range diags {
+			want = append(want, occurrence{d: &diags[k], workload: ref.String(), subject: &ref})
 		}
 	}
 	if taken == 0 {

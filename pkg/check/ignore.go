@@ -87,7 +87,7 @@ func ParseIDs(s string) []string {
 }
 
 // reason is why d, in the answer about subject, is silenced, or "".
-func (ig *ignorer) reason(d explain.Diagnostic, subject *provenance.Ref) string {
+func (ig *ignorer) reason(d *explain.Diagnostic, subject *provenance.Ref) string {
 	if len(ig.flag) == 0 && len(ig.annos) == 0 {
 		return ""
 	}

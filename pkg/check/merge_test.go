@@ -24,9 +24,10 @@ func TestMergerTakesBatchesInAnyOrder(t *testing.T) {
 	ix := index.Build(snap)
 	classes := Classes(snap, Clients(snap, nil))
 	shared := envoycluster.NewSharedBuilds(ix)
+	hosts := envoycluster.Hostnames(ix)
 	var batches [][]occurrence
 	for _, c := range classes {
-		occ, _, err := classOccurrences(ix, shared, nil, c, nil)
+		occ, _, err := classOccurrences(ix, shared, nil, c, nil, hosts)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,11 +2,13 @@ package check
 
 import (
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/envoycluster"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/meshhost"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
@@ -39,21 +41,23 @@ type reusePlan struct {
 	// base maps a class to the class of its namespace's default sidecar, whose answers it
 	// takes where it can.
 	base map[*Class]*Class
-	// answers are the answers of each base class, by host, written while the base class is
-	// explained and read only after.
-	answers map[*Class]map[string]hostAnswer
+	// answers are the answers of each base class, by the place of their host in hosts (nil:
+	// none kept), written while the base class is explained and read only after.
+	answers map[*Class][]*hostAnswer
 	// selectorHosts are the spec.host of the workloadSelector DestinationRules of each
 	// namespace.
 	selectorHosts map[string][]string
-	// mu guards selected, which memoizes selects by namespace and host: the classes of a
-	// namespace ask it for the same hosts.
+	// hosts are the hosts every class is explained for, in order (set by prepare).
+	hosts []string
+	// mu guards selected: by namespace, whether a workloadSelector DestinationRule of the
+	// namespace can be for each host of hosts, found once for the classes of the namespace.
 	mu       sync.Mutex
-	selected map[string]map[string]bool
+	selected map[string][]bool
 }
 
 // planReuse finds the classes that can take their namespace default's answers.
 func planReuse(snap *model.Snapshot, classes []*Class) *reusePlan {
-	p := &reusePlan{base: map[*Class]*Class{}, answers: map[*Class]map[string]hostAnswer{}, selectorHosts: map[string][]string{}}
+	p := &reusePlan{base: map[*Class]*Class{}, answers: map[*Class][]*hostAnswer{}, selectorHosts: map[string][]string{}}
 	root := snap.RootNamespace()
 	blocked := map[string]bool{}
 	for _, sc := range snap.Sidecars {
@@ -86,23 +90,38 @@ func planReuse(snap *model.Snapshot, classes []*Class) *reusePlan {
 			continue
 		}
 		p.base[c] = b
-		if p.answers[b] == nil {
-			p.answers[b] = map[string]hostAnswer{}
-		}
+		p.answers[b] = nil
 	}
 	return p
 }
 
-// records reports whether c's answers are kept for other classes.
-func (p *reusePlan) records(c *Class) bool { return p != nil && p.answers[c] != nil }
+// prepare sets the hosts the classes are explained for, before any is.
+func (p *reusePlan) prepare(hosts []string) {
+	if p == nil {
+		return
+	}
+	p.hosts = hosts
+	for b := range p.answers {
+		p.answers[b] = make([]*hostAnswer, len(hosts))
+	}
+}
 
-// record keeps c's answer for host, unless it names the proxy's labels: the answer of a
-// proxy with other labels would name those.
-func (p *reusePlan) record(c *Class, proxy *index.Proxy, host string, a hostAnswer) {
+// records reports whether c's answers are kept for other classes.
+func (p *reusePlan) records(c *Class) bool {
+	if p == nil {
+		return false
+	}
+	_, ok := p.answers[c]
+	return ok
+}
+
+// record keeps c's answer for the host at i of hosts, unless it names the proxy's labels: the
+// answer of a proxy with other labels would name those.
+func (p *reusePlan) record(c *Class, proxy *index.Proxy, i int, a hostAnswer) {
 	if slices.ContainsFunc(a.diags, func(d explain.Diagnostic) bool { return labelsNamed(d.Message, proxy.Labels) }) {
 		return
 	}
-	p.answers[c][host] = a
+	p.answers[c][i] = &a
 }
 
 // folds reports whether c's answers taken from its base class are the base's answers in
@@ -123,43 +142,61 @@ func (p *reusePlan) folds(ix *index.Index, c *Class, proxyKeys []string) (bool, 
 	return slices.Equal(keysOf(envoycluster.NewExplainer(ix, proxy).ProxyDiagnostics()), proxyKeys), nil
 }
 
-// answer returns the base class's answer for host when c can take it.
-func (p *reusePlan) answer(c *Class, host string) (hostAnswer, bool) {
-	if p == nil {
-		return hostAnswer{}, false
-	}
-	b := p.base[c]
-	if b == nil {
-		return hostAnswer{}, false
-	}
-	if p.selects(c.Namespace, host) {
-		return hostAnswer{}, false
-	}
-	a, ok := p.answers[b][host]
-	return a, ok
+// taking is what a class can take of its base class's answers.
+type taking struct {
+	answers []*hostAnswer
+	// selects marks the hosts a workloadSelector DestinationRule of the class's namespace can
+	// be for (nil: none).
+	selects []bool
 }
 
-// selects reports whether a workloadSelector DestinationRule of namespace can be for host
-// (index.RuleMayApply).
-func (p *reusePlan) selects(namespace, host string) bool {
+// taking returns what c can take of its base class's answers; nil when it takes none.
+func (p *reusePlan) taking(c *Class) *taking {
+	if p == nil || p.base[c] == nil {
+		return nil
+	}
+	return &taking{answers: p.answers[p.base[c]], selects: p.selectedIn(c.Namespace)}
+}
+
+// answer returns the base class's answer for the host at i of hosts when the class can take
+// it, else nil.
+func (t *taking) answer(i int) *hostAnswer {
+	if t == nil || t.selects != nil && t.selects[i] {
+		return nil
+	}
+	return t.answers[i]
+}
+
+// selectedIn reports, for each host of hosts, whether a workloadSelector DestinationRule of
+// namespace can be for it (index.RuleMayApply, each rule's host resolved once); nil when the
+// namespace has none.
+func (p *reusePlan) selectedIn(namespace string) []bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	byHost := p.selected[namespace]
-	if v, ok := byHost[host]; ok {
-		return v
+	if s, ok := p.selected[namespace]; ok {
+		return s
 	}
-	v := slices.ContainsFunc(p.selectorHosts[namespace], func(rh string) bool {
-		return index.RuleMayApply(host, namespace, rh, namespace)
-	})
-	if byHost == nil {
-		if p.selected == nil {
-			p.selected = map[string]map[string]bool{}
+	var rules []string
+	wildcard := false
+	for _, rh := range p.selectorHosts[namespace] {
+		r := strings.ToLower(meshhost.ResolveShortname(rh, namespace))
+		wildcard = wildcard || meshhost.Name(r).IsWildCarded()
+		rules = append(rules, r)
+	}
+	var s []bool
+	if len(rules) > 0 {
+		s = make([]bool, len(p.hosts))
+		for i, host := range p.hosts {
+			h := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(host)), ".")
+			s[i] = wildcard || meshhost.Name(h).IsWildCarded() ||
+				slices.ContainsFunc(meshhost.Candidates(h, namespace), func(c string) bool { return slices.Contains(rules, c) })
 		}
-		byHost = map[string]bool{}
-		p.selected[namespace] = byHost
 	}
-	byHost[host] = v
-	return v
+	if p.selected == nil {
+		p.selected = map[string][]bool{}
+	}
+	p.selected[namespace] = s
+	return s
 }
 
 // phases orders the classes for hostOccurrences: those whose answers others take first, then

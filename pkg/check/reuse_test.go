@@ -32,9 +32,10 @@ func TestReuseFindsTheSame(t *testing.T) {
 		t.Fatal(err)
 	}
 	taken := 0
-	for c, b := range plan.base {
-		for h := range plan.answers[b] {
-			if _, ok := plan.answer(c, h); ok {
+	for c := range plan.base {
+		t := plan.taking(c)
+		for i := range plan.hosts {
+			if t.answer(i) != nil {
 				taken++
 			}
 		}

@@ -103,9 +103,14 @@ func NewExplainer(ix *index.Index, proxy *index.Proxy) *Explainer {
 }
 
 // Hosts are the hostnames of every registry service, sorted: the hosts Host can be asked about.
-func (e *Explainer) Hosts() []string {
+// They are the index's (Hostnames), the same for every proxy.
+func (e *Explainer) Hosts() []string { return Hostnames(e.ix) }
+
+// Hostnames are the hostnames of every registry service of ix, sorted: what Explainer.Hosts
+// returns for any proxy.
+func Hostnames(ix *index.Index) []string {
 	var out []string
-	for _, s := range e.ix.Services() {
+	for _, s := range ix.Services() {
 		if n := len(out); n == 0 || out[n-1] != s.Hostname {
 			out = append(out, s.Hostname)
 		}
