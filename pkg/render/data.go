@@ -124,15 +124,7 @@ func writeJSON(w io.Writer, v any, rs []*explain.Result, depth int) error {
 	}
 	parallel.Each(len(jobs), func(k int) {
 		jb := jobs[k]
-		compact, err := compactJSON(jb.o)
-		if err != nil {
-			jb.err = err
-			return
-		}
-		var b bytes.Buffer
-		in := indenter{w: &b, depth: depth}
-		in.write(compact)
-		jb.out = b.Bytes()
+		jb.out, jb.err = indentObject(jb.o, depth)
 	})
 	bw := bufio.NewWriterSize(w, 64<<10)
 	in := indenter{w: bw}
@@ -168,6 +160,50 @@ func writeJSON(w io.Writer, v any, rs []*explain.Result, depth int) error {
 	return bw.Flush()
 }
 
+// valueMark is how an object whose value is the number 0 spells it in compact JSON, followed
+// by the next key: only keys of the Object itself can spell it (a string's quotes inside a
+// value are escaped, and Summary has no such keys).
+var valueMark = []byte(`"value":0,"origins":`)
+
+// indentObject is the object o indented at depth, as writeIndented indents the compact
+// document: the object's fields are encoded with a placeholder value, and the value, most of
+// the bytes of a filter or a cluster, is indented from its own JSON (protojson puts spaces in
+// it) rather than compacted and checked again by the Encoder.
+func indentObject(o *explain.Object, depth int) ([]byte, error) {
+	c := *o
+	value := c.Value
+	if len(value) > 0 {
+		c.Value = json.RawMessage("0")
+	}
+	compact, err := compactJSON(&c)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	// Indenting adds to each line the indent of its depth: about a half more on a waypoint's
+	// filters, sized so most never grow.
+	b.Grow(2 * (len(compact) + len(value)))
+	in := indenter{w: &b, depth: depth}
+	at := bytes.Index(compact, valueMark)
+	if len(value) == 0 || at < 0 {
+		if len(value) > 0 {
+			// Not the object this expects: encoded whole.
+			if compact, err = compactJSON(o); err != nil {
+				return nil, err
+			}
+		}
+		in.write(compact)
+		return b.Bytes(), nil
+	}
+	at += len(`"value":`)
+	in.write(compact[:at])
+	in.loose = true
+	in.write(bytes.TrimSpace(value))
+	in.loose = false
+	in.write(compact[at+1:])
+	return b.Bytes(), nil
+}
+
 // writeIndented writes the compact JSON document src to w indented by two spaces: the bytes
 // json.Indent(dst, src, "", "  ") produces, written as they are made. json.Indent steps its
 // scanner over every byte and builds the whole indented document (more than twice the compact
@@ -194,6 +230,8 @@ type indenter struct {
 	needIndent bool
 	// indent is a newline and the indent of the deepest level so far.
 	indent []byte
+	// loose skips the spaces between tokens, for JSON that may not be compact.
+	loose bool
 }
 
 func (in *indenter) newline() {
@@ -211,6 +249,10 @@ func (in *indenter) write(src []byte) {
 	bw := in.w
 	for i := 0; i < len(src); {
 		c := src[i]
+		if in.loose && isJSONSpace(c) {
+			i++
+			continue
+		}
 		if in.needIndent && c != '}' && c != ']' {
 			in.needIndent = false
 			in.depth++
@@ -255,7 +297,7 @@ func (in *indenter) write(src []byte) {
 		default:
 			// A number, true, false or null, or the newline that ends the document.
 			j := i + 1
-			for j < len(src) && !isJSONPunct(src[j]) {
+			for j < len(src) && !isJSONPunct(src[j]) && !(in.loose && isJSONSpace(src[j])) {
 				j++
 			}
 			bw.Write(src[i:j])
@@ -265,6 +307,9 @@ func (in *indenter) write(src []byte) {
 		i++
 	}
 }
+
+// isJSONSpace reports whether c is white space between JSON tokens.
+func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // isJSONPunct reports whether c starts a string or is structural outside strings.
 func isJSONPunct(c byte) bool {

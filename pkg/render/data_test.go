@@ -143,6 +143,11 @@ func TestWriteJSONMatchesIndent(t *testing.T) {
 	tricky.Warnings = append(tricky.Warnings, `"objects":[]`, `x","objects":[]`)
 	empty := authzResult("empty")
 	empty.Objects = nil
+	// A value as protojson may write it, with spaces and newlines between its tokens (the
+	// document has it compact), and a summary that spells the value's placeholder.
+	spaced := authzResult("spaced")
+	spaced.Objects[0].Value = []byte(" {\"name\": \"a b\" ,\n\t\"rules\":[ 1, -2.5e3 , true,null, {} ,[ ] ,{\"k\" :\"\\\" x\"}] }\r\n")
+	spaced.Objects[0].Summary = append(spaced.Objects[0].Summary, explain.Summary{Name: `"value":0,"origins":`, Value: `"value":0,"origins":[]`})
 	cases := map[string][]*explain.Result{
 		"cluster":      {clusterResult(t)},
 		"authz":        {authzResult("a")},
@@ -151,6 +156,7 @@ func TestWriteJSONMatchesIndent(t *testing.T) {
 		"empty list":   {},
 		"large":        {largeClusterResult(t, 300)},
 		"only empties": {empty, empty},
+		"spaced":       {spaced},
 	}
 	for name, rs := range cases {
 		for _, list := range []bool{false, true} {
