@@ -95,7 +95,41 @@ func (x *Explainer) newExplanation(pod *corev1.Pod) *explanation {
 	e.pa = composePeerAuthn(e.root, x.pas.in(e.root, pod.Namespace), pod)
 	e.targets = serviceTargets(x.services.in(pod.Namespace, pod.Namespace), pod)
 	e.selectPolicies()
-	e.rbac = envoyrbac.Build(envoyrbac.Input{
+	e.rbac = x.build(e)
+	e.buildChains()
+	return e
+}
+
+// build is the RBAC of e's selected policies, built once for every pod that selects the same
+// policies: the build reads nothing of the pod but them (the rest is the snapshot's), and
+// nothing changes its result.
+func (x *Explainer) build(e *explanation) *envoyrbac.Result {
+	var key []byte
+	for _, ap := range e.selected {
+		i, ok := x.apAt[ap]
+		if !ok {
+			return e.build()
+		}
+		key = strconv.AppendInt(key, int64(i), 10)
+		key = append(key, ',')
+	}
+	x.mu.Lock()
+	r, ok := x.builds[string(key)]
+	x.mu.Unlock()
+	if ok {
+		return r
+	}
+	r = e.build()
+	x.mu.Lock()
+	x.builds[string(key)] = r
+	x.mu.Unlock()
+	return r
+}
+
+// build is the RBAC of e's selected policies.
+func (e *explanation) build() *envoyrbac.Result {
+	snap := e.snap
+	return envoyrbac.Build(envoyrbac.Input{
 		Policies:           e.selected,
 		TrustDomain:        snap.MeshConfig.GetTrustDomain(),
 		TrustDomainAliases: snap.MeshConfig.GetTrustDomainAliases(),
@@ -108,8 +142,6 @@ func (x *Explainer) newExplanation(pod *corev1.Pod) *explanation {
 		},
 		MeshOrigin: e.meshOrigin,
 	})
-	e.buildChains()
-	return e
 }
 
 // sortedDiagnostics are the diagnostics in their one order, never nil.

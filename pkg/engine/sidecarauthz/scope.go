@@ -1,9 +1,12 @@
 package sidecarauthz
 
 import (
+	"sync"
+
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/envoyrbac"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 )
@@ -20,18 +23,32 @@ type Explainer struct {
 	pas      nsIndex[*securityv1.PeerAuthentication]
 	aps      nsIndex[*securityv1.AuthorizationPolicy]
 	ras      nsIndex[*securityv1.RequestAuthentication]
+	// apAt is each AuthorizationPolicy's place in the snapshot, which spells the key of a
+	// set of selected policies in builds.
+	apAt map[*securityv1.AuthorizationPolicy]int
+
+	// mu guards builds: the RBAC of each set of selected policies, for the pods answered on
+	// every core (check).
+	mu     sync.Mutex
+	builds map[string]*envoyrbac.Result
 }
 
 // NewExplainer indexes snap for the answers of its pods.
 func NewExplainer(snap *model.Snapshot) *Explainer {
-	return &Explainer{
+	x := &Explainer{
 		snap:     snap,
 		root:     snap.RootNamespace(),
 		services: newNSIndex(snap.Services),
 		pas:      newNSIndex(snap.PeerAuthentications),
 		aps:      newNSIndex(snap.AuthorizationPolicies),
 		ras:      newNSIndex(snap.RequestAuthentications),
+		apAt:     make(map[*securityv1.AuthorizationPolicy]int, len(snap.AuthorizationPolicies)),
+		builds:   map[string]*envoyrbac.Result{},
 	}
+	for i, ap := range snap.AuthorizationPolicies {
+		x.apAt[ap] = i
+	}
+	return x
 }
 
 // ExplainPod answers for the sidecar of one pod: the virtualInbound filter chains istiod sends
