@@ -71,7 +71,11 @@ func (z *ztunnelEngine) Applies(pod *corev1.Pod) bool {
 	return !sidecarauthz.HasSidecar(pod) && ztunnelauthz.Ambient(z.snap, pod)
 }
 
-func (z *ztunnelEngine) Explain(pod *corev1.Pod) *explain.Result { return z.e.Pod(pod) }
+// Explain is the ztunnel answer's diagnostics (ztunnelauthz.Explainer.Diagnostics), without
+// the objects check never prints.
+func (z *ztunnelEngine) Explain(pod *corev1.Pod) *explain.Result {
+	return &explain.Result{Diagnostics: z.e.Diagnostics(pod)}
+}
 
 // sidecarEngine is `authz` for pods with a sidecar.
 type sidecarEngine struct{ x *sidecarauthz.Explainer }

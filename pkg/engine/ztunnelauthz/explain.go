@@ -61,7 +61,7 @@ func ExplainEach(snap *model.Snapshot, q Query, other func(*corev1.Pod) *explain
 		if p == nil {
 			p = buildPool(snap, q.Revision)
 		}
-		out = append(out, explainPod(snap, p, pod, q))
+		out = append(out, explainPod(snap, p, pod, q, true))
 	}
 	return out, nil
 }
@@ -73,6 +73,9 @@ type workload struct {
 	pod  *corev1.Pod
 	q    Query
 	res  *explain.Result
+	// objects is false when only the diagnostics are wanted (Explainer.Diagnostics): the
+	// policies in effect are found, but no object is made of them.
+	objects bool
 
 	capture captureResult
 	chain   *chain
@@ -88,9 +91,9 @@ type workload struct {
 	selecting []*corev1.Service
 }
 
-func explainPod(snap *model.Snapshot, p *pool, pod *corev1.Pod, q Query) *explain.Result {
+func explainPod(snap *model.Snapshot, p *pool, pod *corev1.Pod, q Query, objects bool) *explain.Result {
 	podRef := model.ObjectKey{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name}.Ref()
-	w := &workload{snap: snap, pool: p, pod: pod, q: q, res: &explain.Result{
+	w := &workload{snap: snap, pool: p, pod: pod, q: q, objects: objects, res: &explain.Result{
 		APIVersion: explain.APIVersion,
 		Kind:       explain.KindAuthzExplanation,
 		Subject:    explain.Subject{Kind: "Workload", Namespace: pod.Namespace, Workload: "pod/" + pod.Name, Resource: &podRef},
@@ -180,22 +183,29 @@ func (w *workload) appliesByScope(a *Authorization) bool {
 	return a.Scope == ScopeGlobal || (a.Scope == ScopeNamespace && a.Namespace == w.pod.Namespace)
 }
 
-// addObjects turns the key list and the scope policies into Objects. What ztunnel evaluates
-// for the pod (assert_rbac in ztunnel src/state.rs) is the union of both; keys that are not in
-// the pool are skipped there, and become Missing objects here.
+// addObjects turns the key list and the scope policies into Objects (unless w.objects is
+// false) and finds the policies in effect. What ztunnel evaluates for the pod (assert_rbac in
+// ztunnel src/state.rs) is the union of both; keys that are not in the pool are skipped there,
+// and become Missing objects here.
 func (w *workload) addObjects() {
 	n := len(w.keys)
 	for i, key := range w.keys {
-		attach := fmt.Sprintf("%s (key %d of %d)", AttachmentListedPrefix, i+1, n)
-		var o explain.Object
-		if e := w.pool.entries[key]; e == nil {
-			o = w.missingObject(key, attach)
-		} else {
-			o = w.object(e, attach)
+		e := w.pool.entries[key]
+		if e != nil {
 			w.inEffect = append(w.inEffect, e.auth)
 			if e.ap == nil {
 				w.paInEffect = append(w.paInEffect, e.auth)
 			}
+		}
+		if !w.objects {
+			continue
+		}
+		attach := fmt.Sprintf("%s (key %d of %d)", AttachmentListedPrefix, i+1, n)
+		var o explain.Object
+		if e == nil {
+			o = w.missingObject(key, attach)
+		} else {
+			o = w.object(e, attach)
 		}
 		o.Listed = true
 		w.res.Objects = append(w.res.Objects, o)
@@ -205,7 +215,9 @@ func (w *workload) addObjects() {
 		if !w.appliesByScope(e.auth) {
 			continue
 		}
-		w.res.Objects = append(w.res.Objects, w.object(e, AttachmentScope))
+		if w.objects {
+			w.res.Objects = append(w.res.Objects, w.object(e, AttachmentScope))
+		}
 		w.inEffect = append(w.inEffect, e.auth)
 	}
 }

@@ -24,7 +24,15 @@ func NewExplainer(snap *model.Snapshot, revision string) *Explainer {
 func (e *Explainer) Pod(pod *corev1.Pod) *explain.Result {
 	q := e.q
 	q.Namespace, q.Workload = pod.Namespace, WorkloadRef{Kind: "pod", Name: pod.Name}
-	return explainPod(e.snap, e.pool, pod, q)
+	return explainPod(e.snap, e.pool, pod, q, true)
+}
+
+// Diagnostics are the diagnostics of Pod for pod, without the objects that explain them: what
+// `check` reports for an ambient workload.
+func (e *Explainer) Diagnostics(pod *corev1.Pod) []explain.Diagnostic {
+	q := e.q
+	q.Namespace, q.Workload = pod.Namespace, WorkloadRef{Kind: "pod", Name: pod.Name}
+	return explainPod(e.snap, e.pool, pod, q, false).Diagnostics
 }
 
 // Ambient reports whether pod is, or is meant to be, an ambient workload: ztunnel captures

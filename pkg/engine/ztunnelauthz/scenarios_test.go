@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/mesh-explain/kubectl-mesh-explain/internal/testkit"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/internal/golden"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/render"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/source"
@@ -87,7 +89,24 @@ func runScenario(t *testing.T, dir string) ([]*explain.Result, string) {
 	if err != nil {
 		t.Fatalf("explain: %v", err)
 	}
+	requireDiagnosticsAlone(t, snap, q.Revision)
 	return results, ztunnelStream(t, results...)
+}
+
+// requireDiagnosticsAlone fails when the diagnostics check asks for (Explainer.Diagnostics,
+// no objects made) differ from those of the full answer, for any pod of snap.
+func requireDiagnosticsAlone(t *testing.T, snap *model.Snapshot, revision string) {
+	t.Helper()
+	x := NewExplainer(snap, revision)
+	for _, pod := range snap.Pods {
+		full, alone := x.Pod(pod).Diagnostics, x.Diagnostics(pod)
+		if len(alone) == 0 {
+			alone = []explain.Diagnostic{}
+		}
+		if !reflect.DeepEqual(full, alone) {
+			t.Errorf("pod %s/%s: diagnostics without the objects differ from the answer's:\n%v\n%v", pod.Namespace, pod.Name, alone, full)
+		}
+	}
 }
 
 // TestScenarios runs Explain over every testdata/scenarios/authz folder and compares the
