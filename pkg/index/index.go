@@ -4,7 +4,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -64,18 +63,12 @@ type Index struct {
 	scopes        map[string][]scopeEntry
 	unmatched     []*drInfo
 	unmatchedDone bool
-	// lastScope is the scope scopeFor found last, with its proxy: the explanations of one
-	// proxy ask for it on every host.
-	lastScope atomic.Pointer[proxyScope]
+	// proxyScopes are the scopes scopeFor found, by *Proxy: the explanations of one proxy ask
+	// for it on every host, and check asks for several proxies in turn on every core.
+	proxyScopes sync.Map
 	// vsRejected is D33 of each VirtualService by provenance.Ref, found once
 	// (virtualServiceRejected).
 	vsRejected sync.Map
-}
-
-// proxyScope is the sidecar scope of one Proxy.
-type proxyScope struct {
-	proxy *Proxy
-	scope *sidecarScope
 }
 
 // Build indexes snap. It never fails: objects it cannot interpret are skipped the way istiod

@@ -303,18 +303,18 @@ func (ix *Index) sidecarFor(p *Proxy) *networkingv1.Sidecar {
 }
 
 // scopeFor returns the proxy's sidecar scope, built on first use for the proxy's namespace and
-// labels (all it depends on) and kept in the index. The scope found last is reused for the same
-// *Proxy without comparing labels: a Proxy is not changed once asked about.
+// labels (all it depends on) and kept in the index. The scope found for a *Proxy is reused
+// without comparing labels: a Proxy is not changed once asked about.
 func (ix *Index) scopeFor(p *Proxy) *sidecarScope {
-	if last := ix.lastScope.Load(); last != nil && last.proxy == p {
-		return last.scope
+	if sc, ok := ix.proxyScopes.Load(p); ok {
+		return sc.(*sidecarScope)
 	}
 	sc := ix.scopeOf(p)
-	ix.lastScope.Store(&proxyScope{proxy: p, scope: sc})
+	ix.proxyScopes.Store(p, sc)
 	return sc
 }
 
-// scopeOf is scopeFor without the last proxy's scope.
+// scopeOf is scopeFor without the scopes found by *Proxy.
 func (ix *Index) scopeOf(p *Proxy) *sidecarScope {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
