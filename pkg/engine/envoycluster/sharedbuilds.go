@@ -10,20 +10,24 @@ import (
 
 // SharedBuilds keeps the diagnostics of the cluster builds of one index for the Explainers that
 // share it (HostDiagnostics). The builds read of the client proxy only its pod, labels, IPs and
-// locality (builder dnsLookupFamily, proxyLocality, applyFailoverPriorities, proxyOrigin);
-// everything else they read is the service, the selected rule and the index, the same for every
-// proxy. So the proxies that have none of those four (the default sidecar of a namespace) get the
-// same clusters for a service and rule wherever they are, and the builds are made once for all.
-// It is safe for concurrent use.
+// locality, and only for fields of the clusters: the DNS lookup family (dnsLookupFamily, from
+// the IPs), the endpoints' priorities (proxyLocality, and applyFailoverPriorities from the
+// labels) and the origins of those fields (proxyOrigin, from the pod). No diagnostic of a build
+// reads those fields or their origins (the diagnostics of layering.go, shadows.go, tls.go,
+// trafficpolicy.go and locality.go read the service, the rule, the settings and their origins),
+// and everything else the builds read is the service, the selected rule and the index. So every
+// proxy gets the same build diagnostics for a service and rule, and they are made once for all.
+// TestHostDiagnosticsMatchHost compares them with each proxy's own builds, for every pod and
+// namespace of every cluster scenario. It is safe for concurrent use.
 type SharedBuilds struct {
 	ix *index.Index
 	mu sync.Mutex
 	m  map[buildKey]*sharedBuild
 }
 
-// buildKey is what the builds of a proxy without pod, labels, IPs or locality depend on, besides
-// the index: the service (as the scope hands it over) and the selected rule. The keys hold
-// their pointers, so neither is collected and its address reused while SharedBuilds lives.
+// buildKey is what the diagnostics of the builds depend on, besides the index: the service (as
+// the scope hands it over) and the selected rule. The keys hold their pointers, so neither is
+// collected and its address reused while SharedBuilds lives.
 type buildKey struct {
 	svc  *index.Service
 	rule *index.ConsolidatedRule
@@ -40,16 +44,11 @@ func NewSharedBuilds(ix *index.Index) *SharedBuilds {
 	return &SharedBuilds{ix: ix, m: map[buildKey]*sharedBuild{}}
 }
 
-// anonymous reports whether the builds read nothing of p (see SharedBuilds).
-func anonymous(p *index.Proxy) bool {
-	return p != nil && p.Pod == nil && len(p.Labels) == 0 && len(p.IPs) == 0 && p.Locality == ""
-}
-
 // HostDiagnostics is the diagnostics of Host(hostname), in the same order (the host's, then
 // those of every cluster), and the service in the proxy's scope (nil outside it), without the
-// clusters. With shared (which may be nil) the builds of a proxy that has no pod, labels, IPs or
-// locality are made once for every such proxy of the index that selects the same rule for the
-// same service. The slice returned is the caller's to append to.
+// clusters. With shared (which may be nil) the builds are made once for every proxy of the
+// index that selects the same rule for the same service. The slice returned is the caller's to
+// append to.
 func (e *Explainer) HostDiagnostics(hostname string, shared *SharedBuilds) (*index.Service, []explain.Diagnostic, error) {
 	hc, in, err := e.prepare(hostname, 0, "", slowPaths{})
 	if err != nil {
@@ -60,7 +59,7 @@ func (e *Explainer) HostDiagnostics(hostname string, shared *SharedBuilds) (*ind
 		return hc.Service, diags, nil
 	}
 	var built []explain.Diagnostic
-	if shared != nil && shared.ix == e.ix && anonymous(e.proxy) {
+	if shared != nil && shared.ix == e.ix {
 		built, err = shared.diagnostics(*in)
 	} else {
 		built, err = buildDiagnostics(*in)

@@ -39,7 +39,10 @@ func TestHostDiagnosticsMatchHost(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			proxies := []*index.Proxy{own}
+			// The query's proxy, every namespace's default sidecar and every pod's sidecar (with
+			// its labels, IPs and locality), the pods first and then last: a build shared by a
+			// pod and a namespace is made by either.
+			var namespaces, pods []*index.Proxy
 			var nss []string
 			for k := range snap.Sources {
 				nss = append(nss, k.Namespace)
@@ -53,39 +56,54 @@ func TestHostDiagnosticsMatchHost(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				proxies = append(proxies, p)
+				namespaces = append(namespaces, p)
 			}
-			builds := NewSharedBuilds(ix)
-			for _, p := range proxies {
-				ex := NewExplainer(ix, p)
-				for _, h := range ex.Hosts() {
-					hc, wantErr := ex.Host(h)
-					svc, got, gotErr := ex.HostDiagnostics(h, builds)
-					if !sameError(wantErr, gotErr) {
-						t.Fatalf("%s from %s: Host error %v, HostDiagnostics error %v", h, p.Description, wantErr, gotErr)
-					}
-					if wantErr != nil {
-						continue
-					}
-					if svc != hc.Service {
-						t.Errorf("%s from %s: service %v, Host's %v", h, p.Description, svc, hc.Service)
-					}
-					want := slices.Clone(hc.Diagnostics)
-					for _, b := range hc.Clusters {
-						want = append(want, b.Diagnostics...)
-					}
-					if d := cmp.Diff(want, got); d != "" {
-						t.Errorf("%s from %s: diagnostics differ from Host's (-Host +HostDiagnostics):\n%s", h, p.Description, d)
+			for _, pod := range snap.Pods {
+				if pod.Status.PodIP == "" {
+					continue
+				}
+				p, err := ix.Proxy("pod", pod.Namespace, pod.Name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pods = append(pods, p)
+			}
+			for _, proxies := range [][]*index.Proxy{
+				slices.Concat([]*index.Proxy{own}, pods, namespaces),
+				slices.Concat(namespaces, pods, []*index.Proxy{own}),
+			} {
+				builds := NewSharedBuilds(ix)
+				for _, p := range proxies {
+					ex := NewExplainer(ix, p)
+					for _, h := range ex.Hosts() {
+						hc, wantErr := ex.Host(h)
+						svc, got, gotErr := ex.HostDiagnostics(h, builds)
+						if !sameError(wantErr, gotErr) {
+							t.Fatalf("%s from %s: Host error %v, HostDiagnostics error %v", h, p.Description, wantErr, gotErr)
+						}
+						if wantErr != nil {
+							continue
+						}
+						if svc != hc.Service {
+							t.Errorf("%s from %s: service %v, Host's %v", h, p.Description, svc, hc.Service)
+						}
+						want := slices.Clone(hc.Diagnostics)
+						for _, b := range hc.Clusters {
+							want = append(want, b.Diagnostics...)
+						}
+						if d := cmp.Diff(want, got); d != "" {
+							t.Errorf("%s from %s: diagnostics differ from Host's (-Host +HostDiagnostics):\n%s", h, p.Description, d)
+						}
 					}
 				}
-			}
-			builds.mu.Lock()
-			for _, b := range builds.m {
-				if len(b.diags) > 0 {
-					shared++
+				builds.mu.Lock()
+				for _, b := range builds.m {
+					if len(b.diags) > 0 {
+						shared++
+					}
 				}
+				builds.mu.Unlock()
 			}
-			builds.mu.Unlock()
 		})
 	}
 	if shared == 0 {
