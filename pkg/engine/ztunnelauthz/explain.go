@@ -210,8 +210,7 @@ func (w *workload) addObjects() {
 		o.Listed = true
 		w.res.Objects = append(w.res.Objects, o)
 	}
-	for _, key := range w.pool.sortedKeys() {
-		e := w.pool.entries[key]
+	for _, e := range w.pool.scoped {
 		if !w.appliesByScope(e.auth) {
 			continue
 		}

@@ -69,6 +69,9 @@ type pool struct {
 	services map[string][]*corev1.Service
 	// waypoints finds the waypoints in front of each pod.
 	waypoints *waypointauthz.Waypoints
+	// scoped are the entries of global or namespace scope, by key: those every pod of the
+	// mesh or of a namespace gets without listing them.
+	scoped []*poolEntry
 }
 
 func buildPool(snap *model.Snapshot, revision string) *pool {
@@ -122,6 +125,11 @@ func buildPool(snap *model.Snapshot, revision string) *pool {
 	if len(p.pas) > 0 {
 		s := StaticStrictPolicy(p.root)
 		p.entries[s.Key()] = &poolEntry{key: s.Key(), auth: s}
+	}
+	for _, k := range p.sortedKeys() {
+		if e := p.entries[k]; e.auth.Scope == ScopeGlobal || e.auth.Scope == ScopeNamespace {
+			p.scoped = append(p.scoped, e)
+		}
 	}
 	return p
 }
