@@ -182,6 +182,9 @@ func hostOccurrences(ix *index.Index, classes []*Class, reuse *reusePlan, groupi
 	}
 	hosts := envoycluster.Hostnames(ix)
 	reuse.prepare(hosts)
+	if err := grouping.prepare(ix, classes, hosts); err != nil {
+		return 0, err
+	}
 	shared := envoycluster.NewSharedBuilds(ix)
 	results := make(chan result, workers)
 	go func() {
@@ -293,7 +296,7 @@ func classOccurrences(ix *index.Index, shared *envoycluster.SharedBuilds, groupi
 			}
 			continue
 		}
-		a, err := hostOf(e, shared, grouping, c, h)
+		a, sharedAnswer, err := hostOf(e, shared, grouping, c, i, h)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -307,6 +310,15 @@ func classOccurrences(ix *index.Index, shared *envoycluster.SharedBuilds, groupi
 		inScope[i] = true
 		named := func(d explain.Diagnostic) bool { return labelsNamed(d.Message, proxy.Labels) }
 		if len(groups) == 1 || !slices.ContainsFunc(a.diags, named) && !slices.ContainsFunc(proxyDiags, named) {
+			if sharedAnswer && grouping.lists(c) && !slices.ContainsFunc(a.diags, named) {
+				// The answer of every plain namespace that lists it (groupPlan sharers): the
+				// first of them in class order lists it once for all, each its own proxy's.
+				if grouping.leads(c, i) {
+					out = appendHost(out, a, nil, nil, h, grouping.sharers[i])
+				}
+				out = appendHost(out, hostAnswer{subject: a.subject}, proxyDiags, proxyKeys, h, names)
+				continue
+			}
 			out = appendHost(out, a, proxyDiags, proxyKeys, h, names)
 			continue
 		}
@@ -334,28 +346,29 @@ func classOccurrences(ix *index.Index, shared *envoycluster.SharedBuilds, groupi
 	return out, inScope, nil
 }
 
-// hostOf is the answer of c's proxy (e's) for host, but the proxy's own diagnostics: the one
-// shared by the plain namespaces (groupPlan) when c is one of them and it was made, else
-// Explainer.HostDiagnostics.
-func hostOf(e *envoycluster.Explainer, shared *envoycluster.SharedBuilds, grouping *groupPlan, c *Class, host string) (hostAnswer, error) {
-	plain := grouping.plain(c, host)
+// hostOf is the answer of c's proxy (e's) for host (at i of the hosts), but the proxy's own
+// diagnostics: the one shared by the plain namespaces (groupPlan) when c is one of them and it
+// was made, else Explainer.HostDiagnostics. shared reports whether the answer is the one every
+// plain namespace takes for the host.
+func hostOf(e *envoycluster.Explainer, builds *envoycluster.SharedBuilds, grouping *groupPlan, c *Class, i int, host string) (a hostAnswer, shared bool, err error) {
+	plain := grouping.plainAt(c, i)
 	if plain {
 		if a, ok := grouping.answer(host); ok {
-			return a, nil
+			return a, true, nil
 		}
 	}
-	svc, diags, err := e.HostDiagnostics(host, shared)
+	svc, diags, err := e.HostDiagnostics(host, builds)
 	if err != nil {
-		return hostAnswer{}, err
+		return hostAnswer{}, false, err
 	}
-	a := hostAnswer{inScope: svc != nil}
+	a = hostAnswer{inScope: svc != nil}
 	if a.inScope {
 		a.subject, a.diags, a.keys = svc.Ref, diags, keysOf(diags)
 	}
 	if plain {
-		grouping.record(c.Namespace, host, a)
+		shared = grouping.record(c.Namespace, host, a)
 	}
-	return a, nil
+	return a, shared, nil
 }
 
 // appendHost records the diagnostics of host's answer a, then those of the proxy, for clients;

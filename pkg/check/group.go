@@ -1,14 +1,17 @@
 package check
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"sync"
 
 	networking "istio.io/api/networking/v1alpha3"
 
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/envoycluster"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/internal/parallel"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/meshhost"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 )
@@ -53,6 +56,18 @@ type groupPlan struct {
 	answers map[string]groupAnswer
 	// made counts the answers made for groups, taken the answers taken from them.
 	made, taken int
+
+	// Set by prepare, for the hosts the classes are explained for, by their place:
+	// plainIn marks, for each namespace default's class, the hosts it sees as every plain
+	// namespace does (plain). The classes of listing are those whose proxy diagnostics do not
+	// name the proxy's labels; for each host, sharers are the names of those that see it
+	// plainly, and leader the first of them in class order, which lists their shared answer
+	// once for all of them (the finding's occurrences, clients and first place are the same as
+	// if each listed it).
+	plainIn map[*Class][]bool
+	listing map[*Class]bool
+	leader  []*Class
+	sharers [][]string
 }
 
 type groupAnswer struct {
@@ -193,6 +208,70 @@ func (p *groupPlan) plain(c *Class, host string) bool {
 	return true
 }
 
+// prepare finds, for hosts, which namespace defaults of classes see each plainly, and which
+// class lists each host's shared answer for them.
+func (p *groupPlan) prepare(ix *index.Index, classes []*Class, hosts []string) error {
+	if p == nil {
+		return nil
+	}
+	var defaults []*Class
+	for _, c := range classes {
+		if c.Key == "" && c.Members[0].Ref.Kind == "Namespace" {
+			defaults = append(defaults, c)
+		}
+	}
+	in := make([][]bool, len(defaults))
+	lists := make([]bool, len(defaults))
+	errs := make([]error, len(defaults))
+	parallel.Each(len(defaults), func(k int) {
+		c := defaults[k]
+		in[k] = make([]bool, len(hosts))
+		for i, h := range hosts {
+			in[k][i] = p.plain(c, h)
+		}
+		proxy, err := c.proxy(ix)
+		if err != nil {
+			errs[k] = err
+			return
+		}
+		named := func(d explain.Diagnostic) bool { return labelsNamed(d.Message, proxy.Labels) }
+		lists[k] = !slices.ContainsFunc(envoycluster.NewExplainer(ix, proxy).ProxyDiagnostics(), named)
+	})
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	p.plainIn, p.listing = map[*Class][]bool{}, map[*Class]bool{}
+	p.leader, p.sharers = make([]*Class, len(hosts)), make([][]string, len(hosts))
+	for k, c := range defaults {
+		p.plainIn[c] = in[k]
+		if !lists[k] {
+			continue
+		}
+		p.listing[c] = true
+		names := c.names()
+		for i := range hosts {
+			if in[k][i] {
+				if p.leader[i] == nil {
+					p.leader[i] = c
+				}
+				p.sharers[i] = append(p.sharers[i], names...)
+			}
+		}
+	}
+	return nil
+}
+
+// plainAt is plain for the host at i of the hosts of prepare.
+func (p *groupPlan) plainAt(c *Class, i int) bool {
+	return p != nil && p.plainIn[c] != nil && p.plainIn[c][i]
+}
+
+// lists reports whether c's shared answers are listed by the leader of each host.
+func (p *groupPlan) lists(c *Class) bool { return p != nil && p.listing[c] }
+
+// leads reports whether c lists the shared answer of the host at i for every class of sharers.
+func (p *groupPlan) leads(c *Class, i int) bool { return p.leader[i] == c }
+
 // answer returns the shared answer for host, if one was made.
 func (p *groupPlan) answer(host string) (hostAnswer, bool) {
 	p.mu.Lock()
@@ -206,8 +285,9 @@ func (p *groupPlan) answer(host string) (hostAnswer, bool) {
 }
 
 // record keeps the answer a plain namespace got for host, to be shared unless it names that
-// namespace.
-func (p *groupPlan) record(ns, host string, a hostAnswer) {
+// namespace, and reports whether the answer kept for host (this one, or one recorded before it)
+// is shared: if so a is that answer (every plain namespace sees the host alike).
+func (p *groupPlan) record(ns, host string, a hostAnswer) bool {
 	shared := true
 	for _, d := range a.diags {
 		if namesNamespace(d, ns) {
@@ -217,10 +297,13 @@ func (p *groupPlan) record(ns, host string, a hostAnswer) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if _, ok := p.answers[host]; !ok {
-		p.answers[host] = groupAnswer{a: a, shared: shared}
+	g, ok := p.answers[host]
+	if !ok {
+		g = groupAnswer{a: a, shared: shared}
+		p.answers[host] = g
 		p.made++
 	}
+	return g.shared
 }
 
 // namesNamespace reports whether d names ns: a resource of ns, or ns as a word of the message
