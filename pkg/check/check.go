@@ -286,6 +286,7 @@ func classOccurrences(ix *index.Index, shared *envoycluster.SharedBuilds, groupi
 		return nil, nil, err
 	}
 	take := reuse.taking(c)
+	named := namesLabels(proxy.Labels)
 	for i, h := range hosts {
 		if a := take.answer(i); a != nil {
 			if a.inScope {
@@ -301,14 +302,13 @@ func classOccurrences(ix *index.Index, shared *envoycluster.SharedBuilds, groupi
 			return nil, nil, err
 		}
 		if reuse.records(c) {
-			reuse.record(c, proxy, i, a)
+			reuse.record(c, named, i, a)
 		}
 		if !a.inScope {
 			// Outside the proxy's scope: not a host this client sees.
 			continue
 		}
 		inScope[i] = true
-		named := func(d explain.Diagnostic) bool { return labelsNamed(d.Message, proxy.Labels) }
 		if len(groups) == 1 || !slices.ContainsFunc(a.diags, named) && !slices.ContainsFunc(proxyDiags, named) {
 			if sharedAnswer && grouping.lists(c) && !slices.ContainsFunc(a.diags, named) {
 				// The answer of every plain namespace that lists it (groupPlan sharers): the

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
@@ -46,7 +47,7 @@ type Class struct {
 //     (pick). The selection diagnostics also name the proxy's labels in full
 //     (diag.SelectorRuleShadowsFallback, diag.SelectorRuleIgnored in pkg/index/drdiag.go), so members of a class whose labels differ elsewhere get those
 //     diagnostics worded for themselves: classOccurrences asks again for each of them, for
-//     the hosts where the answer names the labels (labelsNamed).
+//     the hosts where the answer names the labels (namesLabels).
 type labelKeys struct {
 	keys map[string]bool
 }
@@ -239,12 +240,15 @@ func labelsText(l map[string]string) string {
 	return strings.Join(parts, ",")
 }
 
-// labelsNamed reports whether a diagnostic message names the proxy labels l, as
+// namesLabels reports whether a diagnostic's message names the proxy labels l, as
 // diag.SelectorRuleShadowsFallback (`this proxy (labels l)`) and diag.SelectorRuleIgnored
-// (`this proxy's labels (l)`) do.
-func labelsNamed(msg string, l map[string]string) bool {
+// (`this proxy's labels (l)`) do; the labels are spelled once, for every diagnostic asked.
+func namesLabels(l map[string]string) func(explain.Diagnostic) bool {
 	t := labelsText(l)
-	return strings.Contains(msg, "(labels "+t+")") || strings.Contains(msg, "labels ("+t+")")
+	a, b := "(labels "+t+")", "labels ("+t+")"
+	return func(d explain.Diagnostic) bool {
+		return strings.Contains(d.Message, a) || strings.Contains(d.Message, b)
+	}
 }
 
 // groupNames spells a group of members: `Namespace NS` for the group of the namespace

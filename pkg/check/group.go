@@ -234,8 +234,7 @@ func (p *groupPlan) prepare(ix *index.Index, classes []*Class, hosts []string) e
 			errs[k] = err
 			return
 		}
-		named := func(d explain.Diagnostic) bool { return labelsNamed(d.Message, proxy.Labels) }
-		lists[k] = !slices.ContainsFunc(envoycluster.NewExplainer(ix, proxy).ProxyDiagnostics(), named)
+		lists[k] = !slices.ContainsFunc(envoycluster.NewExplainer(ix, proxy).ProxyDiagnostics(), namesLabels(proxy.Labels))
 	})
 	if err := errors.Join(errs...); err != nil {
 		return err

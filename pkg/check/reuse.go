@@ -115,10 +115,10 @@ func (p *reusePlan) records(c *Class) bool {
 	return ok
 }
 
-// record keeps c's answer for the host at i of hosts, unless it names the proxy's labels: the
-// answer of a proxy with other labels would name those.
-func (p *reusePlan) record(c *Class, proxy *index.Proxy, i int, a hostAnswer) {
-	if slices.ContainsFunc(a.diags, func(d explain.Diagnostic) bool { return labelsNamed(d.Message, proxy.Labels) }) {
+// record keeps c's answer for the host at i of hosts, unless it names the proxy's labels
+// (named, namesLabels): the answer of a proxy with other labels would name those.
+func (p *reusePlan) record(c *Class, named func(explain.Diagnostic) bool, i int, a hostAnswer) {
+	if slices.ContainsFunc(a.diags, named) {
 		return
 	}
 	p.answers[c][i] = &a
