@@ -161,7 +161,7 @@ func (e *explanation) diagnostics() []explain.Diagnostic {
 func (e *explanation) validationDiagnostics() []explain.Diagnostic {
 	var out []explain.Diagnostic
 	for _, ap := range e.selected {
-		out = append(out, webhook.Diagnostics(diagRejected, apRef(ap), webhook.AuthorizationPolicy(webhook.Meta{Name: ap.Name, Namespace: ap.Namespace, Annotations: ap.Annotations}, &ap.Spec))...)
+		out = append(out, e.x.rejected(ap)...)
 	}
 	for _, pa := range []*securityv1.PeerAuthentication{e.pa.mesh, e.pa.ns, e.pa.wl} {
 		if pa != nil {

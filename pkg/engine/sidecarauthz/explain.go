@@ -44,6 +44,7 @@ const listenerPort = 15006
 
 // explanation is the state of one pod's explanation.
 type explanation struct {
+	x    *Explainer
 	snap *model.Snapshot
 	pod  *corev1.Pod
 	root string
@@ -87,7 +88,7 @@ func (x *Explainer) ExplainPod(pod *corev1.Pod) *explain.Result {
 func (x *Explainer) newExplanation(pod *corev1.Pod) *explanation {
 	snap := x.snap
 	podRef := provenance.Ref{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name}
-	e := &explanation{snap: snap, pod: pod, root: x.root, aps: x.aps.in(x.root, pod.Namespace), ras: x.ras.in(x.root, pod.Namespace), res: &explain.Result{
+	e := &explanation{x: x, snap: snap, pod: pod, root: x.root, aps: x.aps.in(x.root, pod.Namespace), ras: x.ras.in(x.root, pod.Namespace), res: &explain.Result{
 		APIVersion: explain.APIVersion,
 		Kind:       explain.KindAuthzExplanation,
 		Subject:    explain.Subject{Kind: "Workload", Namespace: pod.Namespace, Workload: "pod/" + pod.Name, Resource: &podRef},

@@ -9,6 +9,7 @@ import (
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/envoyrbac"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/webhook"
 )
 
 // Explainer answers for the sidecars of many pods of one snapshot. A pod's answer reads only
@@ -27,23 +28,41 @@ type Explainer struct {
 	// set of selected policies in builds.
 	apAt map[*securityv1.AuthorizationPolicy]int
 
-	// mu guards builds: the RBAC of each set of selected policies, for the pods answered on
-	// every core (check).
-	mu     sync.Mutex
-	builds map[string]*envoyrbac.Result
+	// mu guards builds, the RBAC of each set of selected policies, and validated, what Istio's
+	// validation rejects in each policy (S18): found once for the pods answered on every core
+	// (check).
+	mu        sync.Mutex
+	builds    map[string]*envoyrbac.Result
+	validated map[*securityv1.AuthorizationPolicy][]explain.Diagnostic
+}
+
+// rejected is S18 for what Istio's validation rejects in ap, found once.
+func (x *Explainer) rejected(ap *securityv1.AuthorizationPolicy) []explain.Diagnostic {
+	x.mu.Lock()
+	d, ok := x.validated[ap]
+	x.mu.Unlock()
+	if ok {
+		return d
+	}
+	d = webhook.Diagnostics(diagRejected, apRef(ap), webhook.AuthorizationPolicy(webhook.Meta{Name: ap.Name, Namespace: ap.Namespace, Annotations: ap.Annotations}, &ap.Spec))
+	x.mu.Lock()
+	x.validated[ap] = d
+	x.mu.Unlock()
+	return d
 }
 
 // NewExplainer indexes snap for the answers of its pods.
 func NewExplainer(snap *model.Snapshot) *Explainer {
 	x := &Explainer{
-		snap:     snap,
-		root:     snap.RootNamespace(),
-		services: newNSIndex(snap.Services),
-		pas:      newNSIndex(snap.PeerAuthentications),
-		aps:      newNSIndex(snap.AuthorizationPolicies),
-		ras:      newNSIndex(snap.RequestAuthentications),
-		apAt:     make(map[*securityv1.AuthorizationPolicy]int, len(snap.AuthorizationPolicies)),
-		builds:   map[string]*envoyrbac.Result{},
+		snap:      snap,
+		root:      snap.RootNamespace(),
+		services:  newNSIndex(snap.Services),
+		pas:       newNSIndex(snap.PeerAuthentications),
+		aps:       newNSIndex(snap.AuthorizationPolicies),
+		ras:       newNSIndex(snap.RequestAuthentications),
+		apAt:      make(map[*securityv1.AuthorizationPolicy]int, len(snap.AuthorizationPolicies)),
+		builds:    map[string]*envoyrbac.Result{},
+		validated: map[*securityv1.AuthorizationPolicy][]explain.Diagnostic{},
 	}
 	for i, ap := range snap.AuthorizationPolicies {
 		x.apAt[ap] = i

@@ -496,8 +496,7 @@ func (w *workload) policyDiagnostics() []explain.Diagnostic {
 			}
 			out = append(out, f.id.New(msg, f.fix, ap.ref()))
 		}
-		out = append(out, webhook.Diagnostics(diag.PolicyRejectedByValidation, ap.ref(),
-			webhook.AuthorizationPolicy(webhook.Meta{Name: ap.obj.Name, Namespace: ap.obj.Namespace, Annotations: ap.obj.Annotations}, &ap.obj.Spec))...)
+		out = append(out, ap.rejectedByValidation()...)
 	}
 	for _, pa := range []*securityv1.PeerAuthentication{w.chain.mesh, w.chain.ns, w.chain.wl} {
 		if pa != nil {

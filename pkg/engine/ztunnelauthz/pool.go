@@ -2,13 +2,17 @@ package ztunnelauthz
 
 import (
 	"slices"
+	"sync"
 
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/waypointauthz"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain/diag"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/webhook"
 )
 
 // revisionLabel is label.IoIstioRev.
@@ -39,9 +43,24 @@ type poolEntry struct {
 type apInfo struct {
 	obj  *securityv1.AuthorizationPolicy
 	conv *apConversion
+	// rejected is A25 for the policy (rejectedByValidation), found once for every pod whose
+	// answer names the policy.
+	rejected struct {
+		once  sync.Once
+		diags []explain.Diagnostic
+	}
 }
 
 func (a *apInfo) ref() provenance.Ref { return apKey(a.obj).Ref() }
+
+// rejectedByValidation is A25 for what Istio's validation rejects in the policy.
+func (a *apInfo) rejectedByValidation() []explain.Diagnostic {
+	a.rejected.once.Do(func() {
+		a.rejected.diags = webhook.Diagnostics(diag.PolicyRejectedByValidation, a.ref(),
+			webhook.AuthorizationPolicy(webhook.Meta{Name: a.obj.Name, Namespace: a.obj.Namespace, Annotations: a.obj.Annotations}, &a.obj.Spec))
+	})
+	return a.rejected.diags
+}
 
 // paConversion is one PeerAuthentication converted on its own, with the parents istiod used.
 type paConversion struct {
