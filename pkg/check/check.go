@@ -263,7 +263,9 @@ var testHookClass func(c *Class)
 // classOccurrences is what `cluster HOST` reports for each of hosts (envoycluster.Hostnames)
 // in the scope of the class's proxy (Explainer.HostDiagnostics), or, where reuse allows, what
 // the class of its namespace's default sidecar was told. The cluster builds are shared with the
-// other classes through shared. inScope marks the hosts in the proxy's scope.
+// other classes through shared. The answer a plain namespace shares with the others
+// (groupPlan) is listed once, for all of them, by the first. inScope marks the hosts in the
+// proxy's scope.
 func classOccurrences(ix *index.Index, shared *envoycluster.SharedBuilds, grouping *groupPlan, c *Class, reuse *reusePlan, hosts []string) (out []occurrence, inScope []bool, err error) {
 	proxy, err := c.proxy(ix)
 	if err != nil {
@@ -334,13 +336,13 @@ func classOccurrences(ix *index.Index, shared *envoycluster.SharedBuilds, groupi
 				others = append(others, envoycluster.NewExplainer(ix, p))
 			}
 		}
-		for i, g := range groups[1:] {
-			_, odiags, err := others[i].HostDiagnostics(h, shared)
+		for k, g := range groups[1:] {
+			_, odiags, err := others[k].HostDiagnostics(h, shared)
 			if err != nil {
 				return nil, nil, err
 			}
 			oa := hostAnswer{inScope: true, subject: a.subject, diags: odiags}
-			out = appendHost(out, oa, others[i].ProxyDiagnostics(), nil, h, groupNames(g))
+			out = appendHost(out, oa, others[k].ProxyDiagnostics(), nil, h, groupNames(g))
 		}
 	}
 	return out, inScope, nil
