@@ -275,7 +275,8 @@ func classOccurrences(ix *index.Index, shared *envoycluster.SharedBuilds, groupi
 	names := c.names()
 	groups := c.byLabels()
 	// others are the Explainers of the members whose labels differ from the first member's,
-	// made when a host's answer names the labels.
+	// made when a host's answer names the labels: their own proxy diagnostics, and the answer
+	// of the first member with their labels in it (relabel).
 	var others []*envoycluster.Explainer
 	inScope = make([]bool, len(hosts))
 	proxyDiags := e.ProxyDiagnostics()
@@ -337,11 +338,7 @@ func classOccurrences(ix *index.Index, shared *envoycluster.SharedBuilds, groupi
 			}
 		}
 		for k, g := range groups[1:] {
-			_, odiags, err := others[k].HostDiagnostics(h, shared)
-			if err != nil {
-				return nil, nil, err
-			}
-			oa := hostAnswer{inScope: true, subject: a.subject, diags: odiags}
+			oa := hostAnswer{inScope: true, subject: a.subject, diags: relabel(a.diags, proxy.Labels, g[0].Labels)}
 			out = appendHost(out, oa, others[k].ProxyDiagnostics(), nil, h, groupNames(g))
 		}
 	}

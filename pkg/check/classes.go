@@ -251,6 +251,29 @@ func namesLabels(l map[string]string) func(explain.Diagnostic) bool {
 	}
 }
 
+// relabel is the answer diags of a proxy with labels from as a proxy with labels to gets it,
+// when both are members of one class (the same namespace, and the same values of every label a
+// workloadSelector there reads): the index reads of a proxy only its namespace and labels, and
+// the labels only to match those workloadSelectors, which decide alike for both, and to print
+// them in two messages, diag.SelectorRuleShadowsFallback (`this proxy (labels l) is not one of
+// them`) and diag.SelectorRuleIgnored (`which does not match this proxy's labels (l)`); the
+// build diagnostics read nothing of the proxy (envoycluster.SharedBuilds). So only those two
+// messages change. TestRunEqualsUnionOnBenchMesh compares with every member's own answer.
+func relabel(diags []explain.Diagnostic, from, to map[string]string) []explain.Diagnostic {
+	f, t := labelsText(from), labelsText(to)
+	phrases := [][2]string{
+		{"this proxy (labels " + f + ") is not one of them", "this proxy (labels " + t + ") is not one of them"},
+		{"which does not match this proxy's labels (" + f + ")", "which does not match this proxy's labels (" + t + ")"},
+	}
+	out := slices.Clone(diags)
+	for i := range out {
+		for _, p := range phrases {
+			out[i].Message = strings.Replace(out[i].Message, p[0], p[1], 1)
+		}
+	}
+	return out
+}
+
 // groupNames spells a group of members: `Namespace NS` for the group of the namespace
 // default, else its pods.
 func groupNames(g []Client) []string {
