@@ -141,3 +141,30 @@ func TestPanicExplainingAWorkloadReachesTheCaller(t *testing.T) {
 	}()
 	workloadAnswers(snap, []WorkloadEngine{panicEngine{}}, nil)
 }
+
+// TestRelabelTouchesOnlyTheProxysLabels: relabel rewrites the proxy's labels where the two
+// selection diagnostics print them, and nothing else, not even the same labels printed as a
+// subset's or a selector's.
+func TestRelabelTouchesOnlyTheProxysLabels(t *testing.T) {
+	from := map[string]string{"app": "a", "version": "v1"}
+	to := map[string]string{"app": "a", "version": "v2"}
+	in := []explain.Diagnostic{
+		{ID: "D5", Message: "DestinationRule ns/r for h in namespace ns only applies to workloads its workloadSelector selects, and this proxy (labels app=a,version=v1) is not one of them: because ..."},
+		{ID: "D6", Message: "DestinationRule ns/s selects workloads with app=a,version=v1, which does not match this proxy's labels (app=a,version=v1); it selects no workload in namespace ns"},
+		{ID: "D17", Message: `subset "v1" of h (labels app=a,version=v1) selects no endpoint`},
+	}
+	want := []string{
+		"DestinationRule ns/r for h in namespace ns only applies to workloads its workloadSelector selects, and this proxy (labels app=a,version=v2) is not one of them: because ...",
+		"DestinationRule ns/s selects workloads with app=a,version=v1, which does not match this proxy's labels (app=a,version=v2); it selects no workload in namespace ns",
+		`subset "v1" of h (labels app=a,version=v1) selects no endpoint`,
+	}
+	got := relabel(in, from, to)
+	for i := range want {
+		if got[i].Message != want[i] {
+			t.Errorf("%s:\n got %s\nwant %s", in[i].ID, got[i].Message, want[i])
+		}
+	}
+	if in[0].Message == got[0].Message {
+		t.Error("relabel changed its input in place, or nothing at all")
+	}
+}
