@@ -41,12 +41,9 @@ type groupPlan struct {
 	// apart are the namespaces never grouped: with a Sidecar, an EnvoyFilter or a
 	// ServiceEntry, named by an exportTo, or the root namespace.
 	apart map[string]bool
-	// ruleHosts are, by namespace, the spec.host of its DestinationRules and the hosts and
-	// destination hosts of its VirtualServices, resolved in the namespace
-	// (index.RuleMayApply); wildcard holds the namespaces with a wildcard among them, which
-	// may be for any host.
-	ruleHosts map[string]map[string]bool
-	wildcard  map[string]bool
+	// rules are, by namespace, the spec.host of its DestinationRules and the hosts and
+	// destination hosts of its VirtualServices.
+	rules ruleHosts
 	// hostNamespaces are the namespaces of the services of each hostname.
 	hostNamespaces map[string][]string
 
@@ -80,7 +77,7 @@ type groupAnswer struct {
 // relative to the client's namespace).
 func planGroups(snap *model.Snapshot, ix *index.Index) *groupPlan {
 	root := snap.RootNamespace()
-	p := &groupPlan{apart: map[string]bool{root: true}, ruleHosts: map[string]map[string]bool{}, wildcard: map[string]bool{},
+	p := &groupPlan{apart: map[string]bool{root: true}, rules: newRuleHosts(),
 		hostNamespaces: map[string][]string{}, answers: map[string]groupAnswer{}}
 	for _, s := range ix.Services() {
 		p.hostNamespaces[s.Hostname] = append(p.hostNamespaces[s.Hostname], s.Namespace)
@@ -117,7 +114,7 @@ func planGroups(snap *model.Snapshot, ix *index.Index) *groupPlan {
 	}
 	for _, dr := range snap.DestinationRules {
 		named(dr.Spec.GetExportTo())
-		p.addRuleHost(dr.Namespace, dr.Spec.GetHost())
+		p.rules.add(dr.Namespace, dr.Spec.GetHost())
 	}
 	for _, vs := range snap.VirtualServices {
 		named(vs.Spec.GetExportTo())
@@ -127,24 +124,51 @@ func planGroups(snap *model.Snapshot, ix *index.Index) *groupPlan {
 			continue
 		}
 		for _, h := range hosts {
-			p.addRuleHost(vs.Namespace, h)
+			p.rules.add(vs.Namespace, h)
 		}
 	}
 	return p
 }
 
-// addRuleHost notes that a rule of namespace ns is for host h (resolved as
-// index.RuleMayApply resolves it).
-func (p *groupPlan) addRuleHost(ns, h string) {
+// ruleHosts are the hosts of rules by namespace, each resolved in its namespace once, so that
+// mayApply is index.RuleMayApply for every rule of a namespace at once.
+type ruleHosts struct {
+	// exact are the resolved hosts; wildcard holds the namespaces with a wildcard among
+	// them, which may be for any host.
+	exact    map[string]map[string]bool
+	wildcard map[string]bool
+}
+
+func newRuleHosts() ruleHosts {
+	return ruleHosts{exact: map[string]map[string]bool{}, wildcard: map[string]bool{}}
+}
+
+// add notes that a rule of namespace ns is for host h.
+func (r ruleHosts) add(ns, h string) {
 	rh := strings.ToLower(meshhost.ResolveShortname(h, ns))
 	if meshhost.Name(rh).IsWildCarded() {
-		p.wildcard[ns] = true
+		r.wildcard[ns] = true
 		return
 	}
-	if p.ruleHosts[ns] == nil {
-		p.ruleHosts[ns] = map[string]bool{}
+	if r.exact[ns] == nil {
+		r.exact[ns] = map[string]bool{}
 	}
-	p.ruleHosts[ns][rh] = true
+	r.exact[ns][rh] = true
+}
+
+// any reports whether ns has a rule.
+func (r ruleHosts) any(ns string) bool { return r.wildcard[ns] || len(r.exact[ns]) > 0 }
+
+// mayApply reports whether a rule of ns can be for host (index.RuleMayApply).
+func (r ruleHosts) mayApply(host, ns string) bool {
+	if r.wildcard[ns] {
+		return true
+	}
+	h := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(host)), ".")
+	if meshhost.Name(h).IsWildCarded() {
+		return true
+	}
+	return slices.ContainsFunc(meshhost.Candidates(h, ns), func(c string) bool { return r.exact[ns][c] })
 }
 
 // virtualServiceHosts are the hosts a VirtualService is for and routes or mirrors to; false
@@ -192,20 +216,7 @@ func (p *groupPlan) plain(c *Class, host string) bool {
 	if p.apart[ns] || slices.Contains(p.hostNamespaces[host], ns) {
 		return false
 	}
-	// index.RuleMayApply, with the rules' hosts resolved once.
-	if p.wildcard[ns] {
-		return false
-	}
-	h := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(host)), ".")
-	if meshhost.Name(h).IsWildCarded() {
-		return false
-	}
-	for _, c := range meshhost.Candidates(h, ns) {
-		if p.ruleHosts[ns][c] {
-			return false
-		}
-	}
-	return true
+	return !p.rules.mayApply(host, ns)
 }
 
 // prepare finds, for hosts, which namespace defaults of classes see each plainly, and which

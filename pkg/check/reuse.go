@@ -2,13 +2,11 @@ package check
 
 import (
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/envoycluster"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
-	"github.com/mesh-explain/kubectl-mesh-explain/pkg/meshhost"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
@@ -46,7 +44,7 @@ type reusePlan struct {
 	answers map[*Class][]*hostAnswer
 	// selectorHosts are the spec.host of the workloadSelector DestinationRules of each
 	// namespace.
-	selectorHosts map[string][]string
+	selectorHosts ruleHosts
 	// hosts are the hosts every class is explained for, in order (set by prepare).
 	hosts []string
 	// mu guards selected: by namespace, whether a workloadSelector DestinationRule of the
@@ -57,7 +55,7 @@ type reusePlan struct {
 
 // planReuse finds the classes that can take their namespace default's answers.
 func planReuse(snap *model.Snapshot, classes []*Class) *reusePlan {
-	p := &reusePlan{base: map[*Class]*Class{}, answers: map[*Class][]*hostAnswer{}, selectorHosts: map[string][]string{}}
+	p := &reusePlan{base: map[*Class]*Class{}, answers: map[*Class][]*hostAnswer{}, selectorHosts: newRuleHosts()}
 	root := snap.RootNamespace()
 	blocked := map[string]bool{}
 	for _, sc := range snap.Sidecars {
@@ -75,7 +73,7 @@ func planReuse(snap *model.Snapshot, classes []*Class) *reusePlan {
 	}
 	for _, dr := range snap.DestinationRules {
 		if dr.Spec.GetWorkloadSelector() != nil {
-			p.selectorHosts[dr.Namespace] = append(p.selectorHosts[dr.Namespace], dr.Spec.GetHost())
+			p.selectorHosts.add(dr.Namespace, dr.Spec.GetHost())
 		}
 	}
 	defaults := map[string]*Class{}
@@ -168,28 +166,18 @@ func (t *taking) answer(i int) *hostAnswer {
 }
 
 // selectedIn reports, for each host of hosts, whether a workloadSelector DestinationRule of
-// namespace can be for it (index.RuleMayApply, each rule's host resolved once); nil when the
-// namespace has none.
+// namespace can be for it (ruleHosts.mayApply); nil when the namespace has none.
 func (p *reusePlan) selectedIn(namespace string) []bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if s, ok := p.selected[namespace]; ok {
 		return s
 	}
-	var rules []string
-	wildcard := false
-	for _, rh := range p.selectorHosts[namespace] {
-		r := strings.ToLower(meshhost.ResolveShortname(rh, namespace))
-		wildcard = wildcard || meshhost.Name(r).IsWildCarded()
-		rules = append(rules, r)
-	}
 	var s []bool
-	if len(rules) > 0 {
+	if p.selectorHosts.any(namespace) {
 		s = make([]bool, len(p.hosts))
 		for i, host := range p.hosts {
-			h := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(host)), ".")
-			s[i] = wildcard || meshhost.Name(h).IsWildCarded() ||
-				slices.ContainsFunc(meshhost.Candidates(h, namespace), func(c string) bool { return slices.Contains(rules, c) })
+			s[i] = p.selectorHosts.mayApply(host, namespace)
 		}
 	}
 	if p.selected == nil {
