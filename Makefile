@@ -51,7 +51,7 @@ FUZZTIME     ?= 30s
 # Go minimizes every new input the fuzzer keeps, for up to a minute by default, and counts no
 # executions meanwhile: on inputs of a few kilobytes that was most of a run.
 FUZZMINIMIZETIME ?= 2s
-FUZZ_TARGETS := ./pkg/source:FuzzLoadBytes ./pkg/source:FuzzScanHeader ./pkg/source:FuzzParseMeshConfig \
+FUZZ_TARGETS := ./pkg/source:FuzzLoadBytes ./pkg/source:FuzzScanHeader ./pkg/source:FuzzBlockToJSON ./pkg/source:FuzzParseMeshConfig \
                 ./pkg/source:FuzzOverlay ./pkg/source:FuzzLivePageJSON ./pkg/source:FuzzProtoList \
                 ./pkg/render:FuzzRender ./pkg/render:FuzzSafe ./pkg/cli:FuzzArgs \
                 ./pkg/check:FuzzEnginesAgreeWithCheck ./pkg/cli:FuzzScenarioCommand

@@ -14,8 +14,10 @@
 // k8s.io/api and apimachinery, YAML and JSON libraries. It must not import cli, render, index,
 // engines, cobra or lipgloss, and it knows nothing about what is computed from its output.
 //
-// Files: a header scan skips the documents a read does not need before they are parsed, and
-// the position tree of a document is built only when a position is asked for. Live: the reads
+// Files: a header scan skips the documents a read does not need before they are parsed; a
+// document in the block style generators write is turned into JSON by blockToJSON (the JSON
+// sigs.k8s.io/yaml gives, about five times faster), any other by sigs.k8s.io/yaml; and the
+// position tree of a document is built only when a position is asked for. Live: the reads
 // run concurrently; each listed object is decoded once as the response streams in (Pods and
 // Services from protobuf, item by item, without managedFields and without the Pod fields
 // nothing reads; the pages of Istio's kinds with json-iterator); Istio specs go through

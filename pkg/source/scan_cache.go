@@ -101,10 +101,16 @@ type yamlDoc struct {
 	tree *lazyTree
 }
 
-// json converts the document with sigs.k8s.io/yaml (YAML 1.1, what kubectl sends to the API
-// server), once.
+// json converts the document as sigs.k8s.io/yaml does (YAML 1.1, what kubectl sends to the API
+// server), once: by blockToJSON when it can, else by sigs.k8s.io/yaml itself.
 func (d *yamlDoc) json() ([]byte, error) {
-	d.jsOnce.Do(func() { d.js, d.jsErr = sigsyaml.YAMLToJSONStrict(d.text) })
+	d.jsOnce.Do(func() {
+		if js, ok := blockToJSON(d.text); ok {
+			d.js = js
+			return
+		}
+		d.js, d.jsErr = sigsyaml.YAMLToJSONStrict(d.text)
+	})
 	return d.js, d.jsErr
 }
 
