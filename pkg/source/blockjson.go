@@ -360,7 +360,7 @@ func inlineScalar(text []byte) (blockValue, bool) {
 
 // flow reads the flow mapping or sequence that starts text and ends on its line, of scalars
 // only: `{app: a, version: v1}`, `["*"]`, `[]`; n is the length of its spelling. A plain scalar
-// in it may not hold `:` or `#`.
+// in it may not hold `:`, `#` or `?` (yaml.v2 ends a plain scalar at `?` in a flow).
 func flow(text []byte) (v blockValue, n int, ok bool) {
 	open, end := text[0], text[0]+2
 	v.kind = 's'
@@ -425,7 +425,7 @@ func flowScalar(text []byte, i int, key bool) (s []byte, after int, ok bool) {
 	}
 	j := i
 	for j < len(text) && text[j] != ',' && text[j] != ']' && text[j] != '}' && !(key && text[j] == ':') {
-		if text[j] == ':' || text[j] == '#' || text[j] == '[' || text[j] == '{' {
+		if text[j] == ':' || text[j] == '#' || text[j] == '[' || text[j] == '{' || text[j] == '?' {
 			return nil, 0, false
 		}
 		j++

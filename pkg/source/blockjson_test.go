@@ -83,6 +83,7 @@ var blockCases = []struct {
 	{"nested flow", "a: {b: [c]}\n", false},
 	{"flow sequence of mappings", "a: [{b: c}]\n", false},
 	{"colon in a flow scalar", "a: [http://x]\n", false},
+	{"question mark in a flow scalar", "a: [0?]\n", false},
 	{"trailing comma", "a: [b, ]\n", false},
 	{"flow over lines", "a: [b,\n  c]\n", false},
 	{"numeric flow key", "a: {1: b}\n", false},
