@@ -44,18 +44,27 @@ type captureResult struct {
 //
 // istiod itself builds a Workload (with its policy keys) for every pod with an IP, captured or
 // not; only a captured pod's inbound traffic passes through ztunnel's policy check.
-func decideCapture(snap *model.Snapshot, pod *corev1.Pod) captureResult {
+//
+// The rows' sources, which locate fields in their files, are spelled only when sources is set:
+// the decision and the diagnostics do not read them.
+func decideCapture(snap *model.Snapshot, pod *corev1.Pod, sources bool) captureResult {
 	var c captureResult
 	podRef := model.ObjectKey{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name}
+	source := func(k model.ObjectKey, field string) string {
+		if !sources {
+			return ""
+		}
+		return originString(snap, k, field)
+	}
 	ns := snap.Namespace(pod.Namespace)
 	nsVal, nsHas := "", false
 	nsSource := "Namespace " + pod.Namespace + " (not in the input)"
 	if ns != nil {
 		nsVal, nsHas = ns.Labels[dataplaneModeLabel]
-		nsSource = originString(snap, model.ObjectKey{Kind: "Namespace", Name: ns.Name}, "metadata.labels["+dataplaneModeLabel+"]")
+		nsSource = source(model.ObjectKey{Kind: "Namespace", Name: ns.Name}, "metadata.labels["+dataplaneModeLabel+"]")
 	}
 	podVal, podHas := pod.Labels[dataplaneModeLabel]
-	podSource := originString(snap, podRef, "metadata.labels["+dataplaneModeLabel+"]")
+	podSource := source(podRef, "metadata.labels["+dataplaneModeLabel+"]")
 	_, sidecarAnno := pod.Annotations[sidecarStatusAnno]
 	sidecarContainer := false
 	for _, ct := range append(append([]corev1.Container{}, pod.Spec.Containers...), pod.Spec.InitContainers...) {
@@ -83,13 +92,13 @@ func decideCapture(snap *model.Snapshot, pod *corev1.Pod) captureResult {
 	sidecarSource := podRef.Ref().String()
 	switch {
 	case sidecarAnno:
-		sidecarSource = originString(snap, podRef, "metadata.annotations["+sidecarStatusAnno+"]")
+		sidecarSource = source(podRef, "metadata.annotations["+sidecarStatusAnno+"]")
 	case sidecarContainer:
-		sidecarSource = originString(snap, podRef, "spec.containers")
+		sidecarSource = source(podRef, "spec.containers")
 	}
 	c.rows = append(c.rows, []string{"sidecar", sidecar, sidecarSource})
 	if pod.Spec.HostNetwork {
-		c.rows = append(c.rows, []string{"hostNetwork", "true", originString(snap, podRef, "spec.hostNetwork")})
+		c.rows = append(c.rows, []string{"hostNetwork", "true", source(podRef, "spec.hostNetwork")})
 	}
 
 	switch {
@@ -142,7 +151,7 @@ func decideCapture(snap *model.Snapshot, pod *corev1.Pod) captureResult {
 	}
 	// Live pods carry istio-cni's verdict; say so when it disagrees with the inference.
 	if v, ok := pod.Annotations[ambientRedirectionAnno]; ok {
-		c.rows = append(c.rows, []string{"annotation " + ambientRedirectionAnno, v, originString(snap, podRef, "metadata.annotations["+ambientRedirectionAnno+"]")})
+		c.rows = append(c.rows, []string{"annotation " + ambientRedirectionAnno, v, source(podRef, "metadata.annotations["+ambientRedirectionAnno+"]")})
 		if (v == "enabled") != c.captured {
 			c.diags = append(c.diags, diag.NotCaptured.New(
 				fmt.Sprintf("istio-cni marked the pod %s=%s, which disagrees with the labels (they say: %s); istio-cni may use custom enablement selectors or has not reconciled yet", ambientRedirectionAnno, v, c.reason),

@@ -99,7 +99,7 @@ func explainPod(snap *model.Snapshot, p *pool, pod *corev1.Pod, q Query, objects
 		Subject:    explain.Subject{Kind: "Workload", Namespace: pod.Namespace, Workload: "pod/" + pod.Name, Resource: &podRef},
 	}}
 	w.selecting = servicesSelecting(p.services[pod.Namespace], pod)
-	w.capture = decideCapture(snap, pod)
+	w.capture = decideCapture(snap, pod, objects)
 	w.chain = buildChain(p, pod)
 	w.waypoint = findWaypoints(snap, pod, w.selecting)
 	w.computeKeys()

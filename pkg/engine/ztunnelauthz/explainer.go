@@ -40,7 +40,7 @@ func (e *Explainer) Diagnostics(pod *corev1.Pod) []explain.Diagnostic {
 // other than none, the label set as an annotation, istio-cni's redirection annotation). The
 // others are sidecar or out-of-mesh pods, for which ztunnel enforces nothing.
 func Ambient(snap *model.Snapshot, pod *corev1.Pod) bool {
-	if decideCapture(snap, pod).captured {
+	if decideCapture(snap, pod, false).captured {
 		return true
 	}
 	if v, ok := pod.Labels[dataplaneModeLabel]; ok && v != dataplaneModeNone {
