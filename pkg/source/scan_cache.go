@@ -225,15 +225,21 @@ func (l *loader) prepareOne(in *input) {
 			continue
 		}
 		if js, err := d.json(); err == nil {
-			in.pre[i] = l.predecode(js)
+			var scanned *header
+			if d.scanOK {
+				scanned = &d.sc.h
+			}
+			in.pre[i] = l.predecode(js, scanned)
 		}
 	}
 }
 
 // predecode decodes the object of a document as loadDocument would, when it is a single object
 // that the load keeps; nil otherwise, and when a decoder panics (loadDocument then decodes it
-// again and reports the panic).
-func (l *loader) predecode(js []byte) (out *decoded) {
+// again and reports the panic). scanned, when not nil, is the document's header as scanHeader
+// read it, which is the header the JSON holds (FuzzScanHeader), so the JSON is not decoded
+// twice to find it.
+func (l *loader) predecode(js []byte, scanned *header) (out *decoded) {
 	defer func() {
 		if recover() != nil {
 			out = nil
@@ -244,7 +250,11 @@ func (l *loader) predecode(js []byte) (out *decoded) {
 		return nil
 	}
 	var h header
-	_ = json.Unmarshal(js, &h)
+	if scanned != nil {
+		h = *scanned
+	} else {
+		_ = json.Unmarshal(js, &h)
+	}
 	if h.Kind == "" || h.APIVersion == "" || h.Metadata.Name == "" || strings.HasSuffix(h.Kind, "List") {
 		return nil
 	}
