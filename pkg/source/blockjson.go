@@ -35,14 +35,8 @@ func blockToJSON(text []byte) (js []byte, ok bool) {
 		}
 	}
 	p := blockParser{finalBreak: bytes.HasSuffix(text, []byte("\n"))}
-	size := len(text)
-	for len(text) > 0 {
-		var line []byte
-		if i := bytes.IndexByte(text, '\n'); i >= 0 {
-			line, text = text[:i], text[i+1:]
-		} else {
-			line, text = text, nil
-		}
+	for line := range bytes.Lines(text) {
+		line = bytes.TrimSuffix(line, []byte("\n"))
 		ind := 0
 		for ind < len(line) && line[ind] == ' ' {
 			ind++
@@ -60,7 +54,7 @@ func blockToJSON(text []byte) (js []byte, ok bool) {
 	if !ok || p.next(end) != len(p.lines) {
 		return nil, false
 	}
-	return root.appendJSON(make([]byte, 0, size+size/4))
+	return root.appendJSON(make([]byte, 0, len(text)+len(text)/4))
 }
 
 // blockLine is a line of the document: its indentation in spaces and the rest.

@@ -35,14 +35,9 @@ type scanned struct {
 // that.
 func scanHeader(text []byte) (s scanned, ok bool) {
 	hs := headerScan{blockAt: -1}
-	for len(text) > 0 {
-		var line []byte
-		if i := bytes.IndexByte(text, '\n'); i >= 0 {
-			line, text = text[:i], text[i+1:]
-		} else {
-			line, text = text, nil
-		}
+	for line := range bytes.Lines(text) {
 		hs.lineNo++
+		line = bytes.TrimSuffix(line, []byte("\n"))
 		if !hs.line(bytes.TrimSuffix(line, []byte("\r"))) {
 			return hs.s, false
 		}
