@@ -14,15 +14,17 @@ import (
 // It reads the block style that kubectl, Helm and generators write, the style scanHeader
 // reads: a root block mapping; block mappings and sequences (a sequence may sit at its key's
 // indentation); plain, single-quoted and simple double-quoted scalars on one line; literal
-// block scalars (`|`, `|-`); the empty flow collections `{}` and `[]`; comments.
+// block scalars (`|`, `|-`); flow mappings and sequences of scalars on one line (`{app: a}`,
+// `["*"]`, `[]`); comments.
 //
 // ok is false whenever the document holds anything else, or anything whose meaning it would
 // have to guess: bytes outside printable ASCII (tabs, carriage returns, UTF-8), anchors,
-// aliases, tags, directives, complex keys, merge keys, flow collections with content, folded
-// or kept block scalars, multi-line plain or quoted scalars, escapes in double quotes, a key
-// that YAML 1.1 reads as other than a string, floats and timestamps (their JSON spelling is
-// encoding/json's), a repeated key (YAMLToJSONStrict's error), a malformed line. The caller
-// then converts the document with sigs.k8s.io/yaml, which also words any error.
+// aliases, tags, directives and document markers, complex keys, merge keys, keys of over
+// maxKey bytes, flows that nest or span lines, folded or kept block scalars, multi-line plain
+// or quoted scalars, escapes in double quotes, a key that YAML 1.1 reads as other than a
+// string, floats and timestamps (their JSON spelling is encoding/json's), a repeated key
+// (YAMLToJSONStrict's error), a malformed line. The caller then converts the document with
+// sigs.k8s.io/yaml, which also words any error.
 //
 // Scalars resolve as yaml.v2 resolves them (go.yaml.in/yaml/v2 resolve.go, resolve): the YAML
 // 1.1 booleans (yes, on, y, ...) and nulls, integers by strconv.ParseInt with base 0 after
