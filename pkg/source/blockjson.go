@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // blockToJSON converts one YAML document (a chunk of splitYAML) to exactly the JSON that
@@ -36,7 +37,9 @@ func blockToJSON(text []byte) (js []byte, ok bool) {
 			return nil, false
 		}
 	}
-	p := blockParser{finalBreak: bytes.HasSuffix(text, []byte("\n"))}
+	p := parsers.Get().(*blockParser)
+	defer p.release()
+	p.finalBreak = bytes.HasSuffix(text, []byte("\n"))
 	for line := range bytes.Lines(text) {
 		line = bytes.TrimSuffix(line, []byte("\n"))
 		ind := 0
@@ -72,6 +75,32 @@ type blockParser struct {
 	lines []blockLine
 	// finalBreak is set when the document ends with a line break.
 	finalBreak bool
+	// keys and vals are the entries of the collections being read, innermost last; each
+	// collection copies its own out when it ends.
+	keys [][]byte
+	vals []blockValue
+}
+
+// parsers keeps the parsers' buffers from one document to the next.
+var parsers = sync.Pool{New: func() any { return new(blockParser) }}
+
+// release empties p, keeping its buffers' capacity, and puts it back in parsers.
+func (p *blockParser) release() {
+	clear(p.lines)
+	clear(p.keys)
+	clear(p.vals)
+	p.lines, p.keys, p.vals = p.lines[:0], p.keys[:0], p.vals[:0]
+	parsers.Put(p)
+}
+
+// collected is the collection of kind whose entries are p's keys from keyBase on and values
+// from valBase on, which it takes off.
+func (p *blockParser) collected(kind byte, keyBase, valBase int) blockValue {
+	v := blockValue{kind: kind, keys: slices.Clone(p.keys[keyBase:]), vals: slices.Clone(p.vals[valBase:])}
+	clear(p.keys[keyBase:])
+	clear(p.vals[valBase:])
+	p.keys, p.vals = p.keys[:keyBase], p.vals[:valBase]
+	return v
 }
 
 // next is the index of the first line at or after i that is not blank.
@@ -99,7 +128,7 @@ var (
 // mapping reads the block mapping whose keys are at indentation ind, from line i (not blank)
 // on; end is the first line after it.
 func (p *blockParser) mapping(i, ind int) (v blockValue, end int, ok bool) {
-	v = blockValue{kind: 'm'}
+	keyBase, valBase := len(p.keys), len(p.vals)
 	for i = p.next(i); i < len(p.lines); i = p.next(i) {
 		l := p.lines[i]
 		if l.ind < ind {
@@ -116,16 +145,16 @@ func (p *blockParser) mapping(i, ind int) (v blockValue, end int, ok bool) {
 		if !ok {
 			return blockValue{}, 0, false
 		}
-		v.keys = append(v.keys, key)
-		v.vals = append(v.vals, val)
+		p.keys = append(p.keys, key)
+		p.vals = append(p.vals, val)
 		i = after
 	}
-	return v, i, true
+	return p.collected('m', keyBase, valBase), i, true
 }
 
 // sequence reads the block sequence whose entries' dashes are at indentation ind.
 func (p *blockParser) sequence(i, ind int) (v blockValue, end int, ok bool) {
-	v = blockValue{kind: 's'}
+	keyBase, valBase := len(p.keys), len(p.vals)
 	for i = p.next(i); i < len(p.lines); i = p.next(i) {
 		l := p.lines[i]
 		if l.ind < ind || (l.ind == ind && !isSeqEntry(l.text)) {
@@ -153,7 +182,7 @@ func (p *blockParser) sequence(i, ind int) (v blockValue, end int, ok bool) {
 				if !ok {
 					return blockValue{}, 0, false
 				}
-				v.vals = append(v.vals, m)
+				p.vals = append(p.vals, m)
 				i = after
 				continue
 			}
@@ -162,10 +191,10 @@ func (p *blockParser) sequence(i, ind int) (v blockValue, end int, ok bool) {
 		if !ok {
 			return blockValue{}, 0, false
 		}
-		v.vals = append(v.vals, val)
+		p.vals = append(p.vals, val)
 		i = after
 	}
-	return v, i, true
+	return p.collected('s', keyBase, valBase), i, true
 }
 
 // value reads the value that follows a key or a dash on line i (rest, the text after it) in a
