@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -146,7 +147,7 @@ func TestBlockToJSONOnTheRepositorysYAML(t *testing.T) {
 					continue
 				}
 				docs++
-				if agreeWithSigs(t, p+" document "+string(rune('1'+i)), ch.text) {
+				if agreeWithSigs(t, p+" document "+strconv.Itoa(i+1), ch.text) {
 					converted++
 				}
 			}

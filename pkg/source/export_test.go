@@ -1,0 +1,4 @@
+package source
+
+// BlockToJSON is blockToJSON for the external tests.
+var BlockToJSON = blockToJSON
