@@ -42,10 +42,7 @@ func blockToJSON(text []byte) (js []byte, ok bool) {
 	p.finalBreak = bytes.HasSuffix(text, []byte("\n"))
 	for line := range bytes.Lines(text) {
 		line = bytes.TrimSuffix(line, []byte("\n"))
-		ind := 0
-		for ind < len(line) && line[ind] == ' ' {
-			ind++
-		}
+		ind := skipSpaces(line, 0)
 		if ind == 0 && (bytes.HasPrefix(line, []byte("---")) || bytes.HasPrefix(line, []byte("..."))) {
 			return nil, false // a document marker, or text that a reader could take for one
 		}
@@ -163,12 +160,8 @@ func (p *blockParser) sequence(i, ind int) (v blockValue, end int, ok bool) {
 		if l.ind > ind {
 			return blockValue{}, 0, false
 		}
-		rest := l.text[1:]
-		sp := 0
-		for sp < len(rest) && rest[sp] == ' ' {
-			sp++
-		}
-		rest = rest[sp:]
+		sp := skipSpaces(l.text, 1) - 1
+		rest := l.text[1+sp:]
 		if len(rest) > 0 && rest[0] != '#' {
 			if isSeqEntry(rest) {
 				return blockValue{}, 0, false // a sequence in a sequence's entry
@@ -349,8 +342,8 @@ func plainStart(text []byte) bool {
 	return true
 }
 
-// inlineScalar is the value written on a key's or dash's line: a quoted or plain scalar, or `{}`
-// or `[]`, with an optional comment after it.
+// inlineScalar is the value written on a key's or dash's line: a quoted or plain scalar, or a
+// flow of scalars, with an optional comment after it.
 func inlineScalar(text []byte) (blockValue, bool) {
 	switch text[0] {
 	case '\'', '"':
@@ -412,13 +405,12 @@ func flow(text []byte) (v blockValue, n int, ok bool) {
 		if !ok {
 			return blockValue{}, 0, false
 		}
-		if text[i] == '\'' || text[i] == '"' {
+		switch r, str := resolvePlainOrQuoted(text[i], val); {
+		case str:
 			v.vals = append(v.vals, blockValue{kind: 'q', text: val})
-		} else if r, str := resolvePlain(val); str {
-			v.vals = append(v.vals, blockValue{kind: 'q', text: val})
-		} else if r.kind != 0 {
+		case r.kind != 0:
 			v.vals = append(v.vals, r)
-		} else {
+		default:
 			return blockValue{}, 0, false
 		}
 		i = skipSpaces(text, after)

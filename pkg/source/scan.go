@@ -254,16 +254,6 @@ func isSimpleChar(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '/' || c == '-'
 }
 
-// yaml11Special are the plain scalars starting with a letter that YAML 1.1 (sigs.k8s.io/yaml,
-// what kubectl uses) does not read as strings: booleans and null.
-var yaml11Special = map[string]bool{
-	"y": true, "Y": true, "yes": true, "Yes": true, "YES": true,
-	"n": true, "N": true, "no": true, "No": true, "NO": true,
-	"true": true, "True": true, "TRUE": true, "false": true, "False": true, "FALSE": true,
-	"on": true, "On": true, "ON": true, "off": true, "Off": true, "OFF": true,
-	"null": true, "Null": true, "NULL": true,
-}
-
 // simpleScalar reads the value of a header field: a plain scalar that YAML 1.1 reads as a string
 // (starting with a letter, made of letters, digits and `._/-`), or a single- or double-quoted
 // scalar without escapes, optionally followed by a comment. An empty quoted scalar is "".
@@ -292,7 +282,10 @@ func simpleScalar(val []byte) (string, bool) {
 		}
 		out, v = v[:i], v[i:]
 		c := out
-		if len(c) == 0 || !(c[0] >= 'a' && c[0] <= 'z' || c[0] >= 'A' && c[0] <= 'Z') || yaml11Special[string(c)] {
+		if len(c) == 0 || !(c[0] >= 'a' && c[0] <= 'z' || c[0] >= 'A' && c[0] <= 'Z') {
+			return "", false
+		}
+		if _, str := resolvePlain(c); !str {
 			return "", false
 		}
 	}
