@@ -127,16 +127,13 @@ func allUnlabelled(svc *Service) bool {
 // unmatchedDRs are the DestinationRules whose host reaches no registry service, in the order of
 // drs, computed on first use.
 func (ix *Index) unmatchedDRs() []*drInfo {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	if !ix.unmatchedDone {
+	ix.unmatchedOnce.Do(func() {
 		for _, d := range ix.drs {
 			if !ix.hostHasService(d.host) {
 				ix.unmatched = append(ix.unmatched, d)
 			}
 		}
-		ix.unmatchedDone = true
-	}
+	})
 	return ix.unmatched
 }
 

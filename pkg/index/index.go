@@ -57,12 +57,15 @@ type Index struct {
 
 	peerAuthn *peerAuthnIndex
 
-	// mu guards what the index computes on first use: the sidecar scopes by proxy namespace
-	// (one per distinct set of labels) and the DestinationRules whose host matches no service.
-	mu            sync.Mutex
-	scopes        map[string][]scopeEntry
+	// mu guards the sidecar scopes by proxy namespace (one per distinct set of labels), made
+	// on first use.
+	mu     sync.Mutex
+	scopes map[string][]scopeEntry
+	// unmatched are the DestinationRules whose host matches no service, found on first use:
+	// every host's diagnostics read them, so they have their own lock, not mu, which is held
+	// while a scope is built.
+	unmatchedOnce sync.Once
 	unmatched     []*drInfo
-	unmatchedDone bool
 	// proxyScopes are the scopes scopeFor found, by *Proxy: the explanations of one proxy ask
 	// for it on every host, and check asks for several proxies in turn on every core.
 	proxyScopes sync.Map

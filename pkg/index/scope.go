@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	meshv1alpha1 "istio.io/api/mesh/v1alpha1"
 	networking "istio.io/api/networking/v1alpha3"
@@ -314,10 +315,18 @@ func (ix *Index) scopeFor(p *Proxy) *sidecarScope {
 	return sc
 }
 
-// scopeOf is scopeFor without the scopes found by *Proxy.
+// scopeOf is scopeFor without the scopes found by *Proxy. The scope is built outside mu, so a
+// scope being built keeps no other proxy waiting but those that share it.
 func (ix *Index) scopeOf(p *Proxy) *sidecarScope {
 	ix.mu.Lock()
-	defer ix.mu.Unlock()
+	ls := ix.lazyScopeOf(p)
+	ix.mu.Unlock()
+	ls.once.Do(func() { ls.scope = ix.buildScope(p) })
+	return ls.scope
+}
+
+// lazyScopeOf is the entry of the proxy's scope, made on first use; ix.mu is held.
+func (ix *Index) lazyScopeOf(p *Proxy) *lazyScope {
 	for _, e := range ix.scopes[p.Namespace] {
 		if mapsEqual(e.labels, p.Labels) {
 			return e.scope
@@ -326,27 +335,35 @@ func (ix *Index) scopeOf(p *Proxy) *sidecarScope {
 	// buildScope reads of the proxy only its namespace and the Sidecar that applies to it: a
 	// proxy with other labels that gets the same Sidecar shares the scope.
 	sidecar := ix.sidecarFor(p)
-	var sc *sidecarScope
+	var ls *lazyScope
 	for _, e := range ix.scopes[p.Namespace] {
 		if e.scope.sidecar == sidecar {
-			sc = e.scope
+			ls = e.scope
 			break
 		}
 	}
-	if sc == nil {
-		sc = ix.buildScope(p)
+	if ls == nil {
+		ls = &lazyScope{sidecar: sidecar}
 	}
 	if ix.scopes == nil {
 		ix.scopes = map[string][]scopeEntry{}
 	}
-	ix.scopes[p.Namespace] = append(ix.scopes[p.Namespace], scopeEntry{labels: maps.Clone(p.Labels), scope: sc})
-	return sc
+	ix.scopes[p.Namespace] = append(ix.scopes[p.Namespace], scopeEntry{labels: maps.Clone(p.Labels), scope: ls})
+	return ls
 }
 
 // scopeEntry is the sidecar scope of the proxies of one namespace with these labels.
 type scopeEntry struct {
 	labels map[string]string
-	scope  *sidecarScope
+	scope  *lazyScope
+}
+
+// lazyScope is the sidecar scope of the proxies of one namespace that get sidecar (nil: none),
+// built once by the first that asks.
+type lazyScope struct {
+	sidecar *networkingv1.Sidecar
+	once    sync.Once
+	scope   *sidecarScope
 }
 
 // buildScope builds the proxy's sidecar scope (convertToSidecarScope +
