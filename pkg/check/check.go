@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/envoycluster"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/sidecarauthz"
@@ -475,20 +476,24 @@ func workloadAnswers(snap *model.Snapshot, engines []WorkloadEngine, namespaces 
 // istio-waypoint) of namespaces (nil: all), and returns the occurrences and the number of
 // waypoints answered for.
 func waypointOccurrences(snap *model.Snapshot, namespaces []string) ([]occurrence, int) {
-	var out []occurrence
-	n := 0
+	var gws []*gatewayv1.Gateway
 	for _, gw := range snap.Gateways {
-		if string(gw.Spec.GatewayClassName) != waypointauthz.ClassName || namespaces != nil && !slices.Contains(namespaces, gw.Namespace) {
-			continue
-		}
-		n++
-		ref := provenance.Ref{Kind: "Gateway", Namespace: gw.Namespace, Name: gw.Name}
-		diags := waypointauthz.Diagnostics(snap, gw)
-		for k := range diags {
-			out = append(out, occurrence{d: &diags[k], waypoint: ref.String(), subject: &ref})
+		if string(gw.Spec.GatewayClassName) == waypointauthz.ClassName && (namespaces == nil || slices.Contains(namespaces, gw.Namespace)) {
+			gws = append(gws, gw)
 		}
 	}
-	return out, n
+	// Each waypoint's answer reads every Service, ServiceEntry and workload for its bindings:
+	// the waypoints are explained on every core, their occurrences kept in Gateway order.
+	diags := make([][]explain.Diagnostic, len(gws))
+	parallel.Each(len(gws), func(i int) { diags[i] = waypointauthz.Diagnostics(snap, gws[i]) })
+	var out []occurrence
+	for i, gw := range gws {
+		ref := provenance.Ref{Kind: "Gateway", Namespace: gw.Namespace, Name: gw.Name}
+		for k := range diags[i] {
+			out = append(out, occurrence{d: &diags[i][k], waypoint: ref.String(), subject: &ref})
+		}
+	}
+	return out, len(gws)
 }
 
 // key is what makes two diagnostics one cause: the same ID, severity, fix and resources. Their
@@ -605,10 +610,13 @@ func (m *merger) findings() []explain.Finding {
 	slices.SortFunc(accs, func(a, b *acc) int {
 		return cmp.Or(cmp.Compare(a.first.batch, b.first.batch), cmp.Compare(a.first.i, b.first.i))
 	})
-	out := make([]explain.Finding, 0, len(accs))
-	for _, a := range accs {
-		f := explain.Finding{Diagnostic: a.d}
-		locate(m.snap, &f, a.subject)
+	// Locating a finding read from a file parses its object's document (the first time it is
+	// asked): the findings are made on every core.
+	out := make([]explain.Finding, len(accs))
+	parallel.Each(len(accs), func(i int) {
+		a, f := accs[i], &out[i]
+		f.Diagnostic = a.d
+		locate(m.snap, f, a.subject)
 		if !a.live {
 			f.Ignored = a.reason
 		}
@@ -622,8 +630,7 @@ func (m *merger) findings() []explain.Finding {
 				f.Details = nil
 			}
 		}
-		out = append(out, f)
-	}
+	})
 	SortFindings(out)
 	return out
 }
