@@ -13,7 +13,7 @@ import (
 // blockSize is the part of the heap that is advised: the heap a command grows to before the
 // collector runs at its usual pace (cmd/kubectl-mesh_explain startHeap). Memory the advice
 // covers but the heap never reaches costs nothing: it is never touched.
-const blockSize = 32 << 20
+const blockSize = 64 << 20
 
 // hugePageSize is the size of a transparent huge page on amd64 and arm64 with 4 KiB pages.
 const hugePageSize = 2 << 20
