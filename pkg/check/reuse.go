@@ -30,8 +30,8 @@ type hostAnswer struct {
 	inScope bool
 	subject provenance.Ref
 	diags   []explain.Diagnostic
-	// keys are the keys of diags (key), made once for every class that takes the answer.
-	keys []string
+	// keys are the causes of diags (causeOf), made once for every class that takes the answer.
+	keys []cause
 }
 
 // reusePlan says which classes take the answers of their namespace default's class.
@@ -125,7 +125,7 @@ func (p *reusePlan) record(c *Class, named func(explain.Diagnostic) bool, i int,
 // folds reports whether c's answers taken from its base class are the base's answers in
 // full: the base lists its namespace (`Namespace NS`, which stands for every sidecar of the
 // namespace that gets its answer) and its proxy diagnostics are c's (proxyKeys).
-func (p *reusePlan) folds(ix *index.Index, c *Class, proxyKeys []string) (bool, error) {
+func (p *reusePlan) folds(ix *index.Index, c *Class, proxyKeys []cause) (bool, error) {
 	if p == nil || p.base[c] == nil {
 		return false, nil
 	}
