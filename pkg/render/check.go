@@ -64,9 +64,12 @@ const listed = 3
 
 func (p *checkTable) PrintCheck(w io.Writer, r *explain.CheckReport) error {
 	th := NewTheme(w, p.opts.ColorOn())
-	var blocks []string
+	block := func(s string) func() string { return func() string { return s } }
+	// One block per resource, laid out on every core and written as they are done
+	// (writeBlocks): a mesh's report is tens of megabytes of tables.
+	var blocks []func() string
 	if len(r.Incomplete) > 0 {
-		blocks = append(blocks, incompleteBanner(th, p.opts.width(), r.Incomplete))
+		blocks = append(blocks, block(incompleteBanner(th, p.opts.width(), r.Incomplete)))
 	}
 	counts := map[explain.Severity]int{}
 	silenced := 0
@@ -99,28 +102,29 @@ func (p *checkTable) PrintCheck(w io.Writer, r *explain.CheckReport) error {
 	}
 	slices.SortStableFunc(groups, func(a, b *group) int { return strings.Compare(a.title, b.title) })
 	width := p.opts.width()
-	blocks = append(blocks, renderLines(th.Title, wrapCell(summaryLine(r, counts, silenced, p.wide), width)))
+	blocks = append(blocks, block(renderLines(th.Title, wrapCell(summaryLine(r, counts, silenced, p.wide), width))))
 	for _, g := range groups {
-		title := Safe(g.title)
-		if pos := Safe(objectPosition(g.findings)); pos != "" {
-			// The file on a line of its own when both do not fit.
-			if lipgloss.Width(title+"  "+pos) <= width {
-				title += "  " + pos
-			} else {
-				title += "\n" + pos
+		blocks = append(blocks, func() string {
+			title := Safe(g.title)
+			if pos := Safe(objectPosition(g.findings)); pos != "" {
+				// The file on a line of its own when both do not fit.
+				if lipgloss.Width(title+"  "+pos) <= width {
+					title += "  " + pos
+				} else {
+					title += "\n" + pos
+				}
 			}
-		}
-		blocks = append(blocks, renderLines(th.Title, wrapCell(title, width))+"\n"+p.findings(th, r.Scope.Diff, g.findings))
+			return renderLines(th.Title, wrapCell(title, width)) + "\n" + p.findings(th, r.Scope.Diff, g.findings)
+		})
 	}
 	if len(r.Warnings) > 0 {
 		lines := []string{th.Heading.Render("WARNINGS")}
 		for _, wmsg := range r.Warnings {
 			lines = append(lines, renderLines(th.Warning, wrapCell("warning: "+Safe(wmsg), width)))
 		}
-		blocks = append(blocks, strings.Join(lines, "\n"))
+		blocks = append(blocks, block(strings.Join(lines, "\n")))
 	}
-	_, err := io.WriteString(w, strings.Join(blocks, "\n\n")+"\n")
-	return err
+	return writeBlocks(w, blocks)
 }
 
 // summaryLine is the first line: what was checked and what was found.
