@@ -321,7 +321,7 @@ func (ix *Index) scopeOf(p *Proxy) *sidecarScope {
 	ix.mu.Lock()
 	ls := ix.lazyScopeOf(p)
 	ix.mu.Unlock()
-	ls.once.Do(func() { ls.scope = ix.buildScope(p) })
+	ls.once.Do(func() { ls.scope = ix.buildScope(p.Namespace, ls.sidecar) })
 	return ls.scope
 }
 
@@ -332,8 +332,8 @@ func (ix *Index) lazyScopeOf(p *Proxy) *lazyScope {
 			return e.scope
 		}
 	}
-	// buildScope reads of the proxy only its namespace and the Sidecar that applies to it: a
-	// proxy with other labels that gets the same Sidecar shares the scope.
+	// A scope depends only on the proxy's namespace and the Sidecar that applies to it
+	// (buildScope): a proxy with other labels that gets the same Sidecar shares the scope.
 	sidecar := ix.sidecarFor(p)
 	var ls *lazyScope
 	for _, e := range ix.scopes[p.Namespace] {
@@ -366,11 +366,11 @@ type lazyScope struct {
 	scope   *sidecarScope
 }
 
-// buildScope builds the proxy's sidecar scope (convertToSidecarScope +
-// initSidecarScopeInternalIndexes): each egress listener imports services and VirtualServices,
-// then collectImportedServices unions them.
-func (ix *Index) buildScope(p *Proxy) *sidecarScope {
-	sc := &sidecarScope{namespace: p.Namespace, sidecar: ix.sidecarFor(p), byHost: map[string]int{}, how: map[string]*importInfo{}}
+// buildScope builds the sidecar scope of the proxies of namespace that get sidecar (nil: none)
+// (convertToSidecarScope + initSidecarScopeInternalIndexes): each egress listener imports
+// services and VirtualServices, then collectImportedServices unions them.
+func (ix *Index) buildScope(namespace string, sidecar *networkingv1.Sidecar) *sidecarScope {
+	sc := &sidecarScope{namespace: namespace, sidecar: sidecar, byHost: map[string]int{}, how: map[string]*importInfo{}}
 	var egress []*networking.IstioEgressListener
 	if sc.sidecar != nil {
 		egress = sc.sidecar.Spec.GetEgress()
@@ -379,7 +379,7 @@ func (ix *Index) buildScope(p *Proxy) *sidecarScope {
 		egress = []*networking.IstioEgressListener{{Hosts: []string{"*/*"}}}
 	}
 	for i, e := range egress {
-		sc.listeners = append(sc.listeners, ix.convertListener(p.Namespace, i, e))
+		sc.listeners = append(sc.listeners, ix.convertListener(namespace, i, e))
 	}
 
 	note := func(s *Service, l *egressListener, vs *provenance.Ref) {
@@ -401,15 +401,15 @@ func (ix *Index) buildScope(p *Proxy) *sidecarScope {
 			note(s, l, nil)
 		}
 		for _, vs := range l.vss {
-			for _, d := range vs.destinationsFor(p.Namespace) {
+			for _, d := range vs.destinationsFor(namespace) {
 				byNs := ix.groups[d.host]
 				if len(byNs) == 0 {
 					continue
 				}
 				var chosen *regService
-				if g, ok := byNs[p.Namespace]; ok {
+				if g, ok := byNs[namespace]; ok {
 					chosen = g.chosen
-				} else if ns := ix.pickBestVisibleNamespace(byNs, p.Namespace); ns != "" {
+				} else if ns := ix.pickBestVisibleNamespace(byNs, namespace); ns != "" {
 					chosen = byNs[ns].chosen
 				}
 				if chosen == nil {
