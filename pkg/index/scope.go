@@ -370,7 +370,7 @@ type lazyScope struct {
 // (convertToSidecarScope + initSidecarScopeInternalIndexes): each egress listener imports
 // services and VirtualServices, then collectImportedServices unions them.
 func (ix *Index) buildScope(namespace string, sidecar *networkingv1.Sidecar) *sidecarScope {
-	sc := &sidecarScope{namespace: namespace, sidecar: sidecar, byHost: map[string]int{}, how: map[string]*importInfo{}}
+	sc := &sidecarScope{namespace: namespace, sidecar: sidecar}
 	var egress []*networking.IstioEgressListener
 	if sc.sidecar != nil {
 		egress = sc.sidecar.Spec.GetEgress()
@@ -378,9 +378,13 @@ func (ix *Index) buildScope(namespace string, sidecar *networkingv1.Sidecar) *si
 	if len(egress) == 0 {
 		egress = []*networking.IstioEgressListener{{Hosts: []string{"*/*"}}}
 	}
+	imported := 0
 	for i, e := range egress {
-		sc.listeners = append(sc.listeners, ix.convertListener(namespace, i, e))
+		l := ix.convertListener(namespace, i, e)
+		sc.listeners = append(sc.listeners, l)
+		imported += len(l.services)
 	}
+	sc.byHost, sc.how = make(map[string]int, imported), make(map[string]*importInfo, imported)
 
 	note := func(s *Service, l *egressListener, vs *provenance.Ref) {
 		info := sc.how[s.Hostname]
@@ -530,7 +534,8 @@ func (ix *Index) convertListener(configNamespace string, index int, e *networkin
 // ServiceEntry, else the first seen.
 func selectServices(candidates []*regService, configNamespace string, l *egressListener) []*Service {
 	wild, wildFound := l.hosts["*"]
-	var imported []*Service
+	// Sized for `*/*`, which imports every candidate: the default scope of every namespace.
+	imported := make([]*Service, 0, len(candidates))
 	for _, rs := range candidates {
 		s := rs.svc
 		nsHosts, nsFound := l.hosts[s.Namespace]
@@ -553,7 +558,7 @@ func selectServices(candidates []*regService, configNamespace string, l *egressL
 		ns   string
 		kube bool
 	}
-	valid := map[string]provider{}
+	valid := make(map[string]provider, len(imported))
 	for _, s := range imported {
 		np := provider{ns: s.Namespace, kube: s.Kubernetes}
 		ex, found := valid[s.Hostname]
