@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -143,7 +144,9 @@ func clusterScoped(s *gen.Scenario) {
 
 // apiServerTakes reports whether an API server would hold every document of s: each has a
 // kind, a name that is a DNS subdomain (a DNS-1035 label for a Service), a namespace that is
-// a DNS label, and no two share kind, namespace and name.
+// a DNS label, no two share kind, namespace and name, and a Service's cluster IPs are IPs or
+// None (Istio's ambient index dereferences the nil service it makes of any other, on a
+// goroutine of its own, which ends the process: ambient/services.go serviceServiceBuilder).
 func apiServerTakes(s *gen.Scenario) bool {
 	seen := map[string]bool{}
 	for _, d := range s.Docs {
@@ -166,6 +169,40 @@ func apiServerTakes(s *gen.Scenario) bool {
 			return false
 		}
 		seen[key] = true
+		if kind == "Service" && !clusterIPsValid(d) {
+			return false
+		}
+	}
+	return true
+}
+
+// clusterIPsValid reports whether a Service document's spec.clusterIP and spec.clusterIPs are
+// each empty, None or an IP address, as the API server's validation requires.
+func clusterIPsValid(d map[string]any) bool {
+	spec, _ := d["spec"].(map[string]any)
+	ips := []any{spec["clusterIP"]}
+	switch l := spec["clusterIPs"].(type) {
+	case nil:
+	case []any:
+		ips = append(ips, l...)
+	case []string:
+		for _, ip := range l {
+			ips = append(ips, ip)
+		}
+	default:
+		return false
+	}
+	for _, v := range ips {
+		if v == nil {
+			continue
+		}
+		ip, ok := v.(string)
+		if !ok {
+			return false
+		}
+		if ip != "" && ip != corev1.ClusterIPNone && net.ParseIP(ip) == nil {
+			return false
+		}
 	}
 	return true
 }
