@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -144,9 +145,10 @@ func clusterScoped(s *gen.Scenario) {
 
 // apiServerTakes reports whether an API server would hold every document of s: each has a
 // kind, a name that is a DNS subdomain (a DNS-1035 label for a Service), a namespace that is
-// a DNS label, no two share kind, namespace and name, and a Service's cluster IPs are IPs or
-// None (Istio's ambient index dereferences the nil service it makes of any other, on a
-// goroutine of its own, which ends the process: ambient/services.go serviceServiceBuilder).
+// a DNS label, no two share kind, namespace and name, a Service's cluster IPs are IPs or None
+// (Istio's ambient index dereferences the nil service it makes of any other, on a goroutine
+// of its own, which ends the process: ambient/services.go serviceServiceBuilder), and each of
+// its ports has a number from 1 to 65535.
 func apiServerTakes(s *gen.Scenario) bool {
 	seen := map[string]bool{}
 	for _, d := range s.Docs {
@@ -169,7 +171,39 @@ func apiServerTakes(s *gen.Scenario) bool {
 			return false
 		}
 		seen[key] = true
-		if kind == "Service" && !clusterIPsValid(d) {
+		if kind == "Service" && (!clusterIPsValid(d) || !servicePortsValid(d)) {
+			return false
+		}
+	}
+	return true
+}
+
+// servicePortsValid reports whether every entry of a Service document's spec.ports is an
+// object whose port is a number from 1 to 65535, as the API server's validation requires (an
+// edit may leave `- null` or a port of 0, which no cluster holds).
+func servicePortsValid(d map[string]any) bool {
+	spec, _ := d["spec"].(map[string]any)
+	ports, ok := spec["ports"].([]any)
+	if !ok {
+		return spec["ports"] == nil
+	}
+	for _, p := range ports {
+		m, ok := p.(map[string]any)
+		if !ok {
+			return false
+		}
+		var n float64
+		switch v := reflect.ValueOf(m["port"]); {
+		case v.CanInt():
+			n = float64(v.Int())
+		case v.CanUint():
+			n = float64(v.Uint())
+		case v.CanFloat():
+			n = v.Float()
+		default:
+			return false
+		}
+		if n < 1 || n > 65535 || n != float64(int(n)) {
 			return false
 		}
 	}
