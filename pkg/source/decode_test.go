@@ -117,6 +117,19 @@ func TestDecodeProblems(t *testing.T) {
 			}},
 		},
 		{
+			name: "a Service port the API server rejects: 0, a null entry, above 65535",
+			in: "apiVersion: v1\nkind: Service\nmetadata: {name: a, namespace: ns1}\nspec:\n  ports:\n  - {port: 80}\n  - null\n---\n" +
+				"apiVersion: v1\nkind: Service\nmetadata: {name: b, namespace: ns1}\nspec:\n  ports:\n  - {port: 70000}\n---\n" +
+				"apiVersion: v1\nkind: Service\nmetadata: {name: c, namespace: ns1}\nspec:\n  ports:\n  - {port: 65535}\n",
+			want: []issue{{
+				Severity: "error", Resource: "Service ns1/a", Position: "<stdin>:7:5", Field: "spec.ports[1].port",
+				Message: "invalid port 0: must be between 1 and 65535, inclusive; the API server rejects it, and the object is skipped",
+			}, {
+				Severity: "error", Resource: "Service ns1/b", Position: "<stdin>:14:6", Field: "spec.ports[0].port",
+				Message: "invalid port 70000: must be between 1 and 65535, inclusive; the API server rejects it, and the object is skipped",
+			}},
+		},
+		{
 			name: "a spec that is not a mapping",
 			in:   "apiVersion: security.istio.io/v1\nkind: AuthorizationPolicy\nmetadata: {name: a, namespace: ns1}\nspec: [1]\n",
 			want: []issue{{

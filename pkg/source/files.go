@@ -782,6 +782,13 @@ func (l *loader) loadDocument(d document, js []byte, inherit *header) {
 		l.fieldIssues(d, ref, problems)
 		return
 	}
+	if field, msg := invalidServicePort(o); msg != "" {
+		l.issue(model.LoadIssue{
+			Severity: "error", Resource: &ref, Position: d.at(field), Field: field,
+			Message: msg + "; the API server rejects it, and the object is skipped",
+		})
+		return
+	}
 	o.SetNamespace(ns)
 	o.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{Group: ki.group, Version: ki.versions[0], Kind: ki.kind})
 	l.addFileObject(d, model.ObjectKey{Kind: ki.kind, Namespace: ns, Name: h.Metadata.Name}, o)
@@ -811,6 +818,23 @@ func invalidName(ki *kindInfo, name, ns string) (field, msg string) {
 	}
 	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
 		return "metadata.namespace", fmt.Sprintf("invalid namespace %q: %s", ns, strings.Join(errs, "; "))
+	}
+	return "", ""
+}
+
+// invalidServicePort checks a Service's port numbers as the API server does (1 to 65535; a
+// `- null` entry is a port 0) and returns the first field at fault and kubectl's words for it,
+// or "" when every port is valid, or o is no Service. istiod never sees such a Service, and
+// the engines would build clusters and inbound chains for port 0.
+func invalidServicePort(o object) (field, msg string) {
+	svc, ok := o.(*corev1.Service)
+	if !ok {
+		return "", ""
+	}
+	for i, p := range svc.Spec.Ports {
+		if errs := validation.IsValidPortNum(int(p.Port)); len(errs) > 0 {
+			return fmt.Sprintf("spec.ports[%d].port", i), fmt.Sprintf("invalid port %d: %s", p.Port, strings.Join(errs, "; "))
+		}
 	}
 	return "", ""
 }
