@@ -147,8 +147,8 @@ func clusterScoped(s *gen.Scenario) {
 // kind, a name that is a DNS subdomain (a DNS-1035 label for a Service), a namespace that is
 // a DNS label, no two share kind, namespace and name, a Service's cluster IPs are IPs or None
 // (Istio's ambient index dereferences the nil service it makes of any other, on a goroutine
-// of its own, which ends the process: ambient/services.go serviceServiceBuilder), and each of
-// its ports has a number from 1 to 65535.
+// of its own, which ends the process: ambient/services.go serviceServiceBuilder), each of
+// its ports has a number from 1 to 65535, and a Pod's status.podIP is an IP.
 func apiServerTakes(s *gen.Scenario) bool {
 	seen := map[string]bool{}
 	for _, d := range s.Docs {
@@ -174,8 +174,25 @@ func apiServerTakes(s *gen.Scenario) bool {
 		if kind == "Service" && (!clusterIPsValid(d) || !servicePortsValid(d)) {
 			return false
 		}
+		if kind == "Pod" && !podIPValid(d) {
+			return false
+		}
 	}
 	return true
+}
+
+// podIPValid reports whether a Pod document's status.podIP is empty or an IP address, as the
+// API server's validation of a pod's status requires (an edit may set it to any string; Istio's
+// ambient index makes no workload of such a pod, where the plugin takes it as the pod's IP).
+func podIPValid(d map[string]any) bool {
+	status, _ := d["status"].(map[string]any)
+	switch ip := status["podIP"].(type) {
+	case nil:
+		return true
+	case string:
+		return ip == "" || net.ParseIP(ip) != nil
+	}
+	return false
 }
 
 // servicePortsValid reports whether every entry of a Service document's spec.ports is an
