@@ -148,7 +148,8 @@ func clusterScoped(s *gen.Scenario) {
 // a DNS label, no two share kind, namespace and name, a Service's cluster IPs are IPs or None
 // (Istio's ambient index dereferences the nil service it makes of any other, on a goroutine
 // of its own, which ends the process: ambient/services.go serviceServiceBuilder), each of
-// its ports has a number from 1 to 65535, and a Pod's status.podIP is an IP.
+// its ports has a number from 1 to 65535, a Pod's status.podIP is an IP, and a Gateway has
+// the spec.gatewayClassName and spec.listeners the Gateway API's CRD requires.
 func apiServerTakes(s *gen.Scenario) bool {
 	seen := map[string]bool{}
 	for _, d := range s.Docs {
@@ -177,8 +178,22 @@ func apiServerTakes(s *gen.Scenario) bool {
 		if kind == "Pod" && !podIPValid(d) {
 			return false
 		}
+		if kind == "Gateway" && !gatewaySpecValid(d) {
+			return false
+		}
 	}
 	return true
+}
+
+// gatewaySpecValid reports whether a Gateway document has what the Gateway API's CRD schema
+// requires of every Gateway: a spec with a gatewayClassName and at least one listener (an edit
+// may drop the spec; Istio's fake client, which does not apply CRD schemas, keeps the Gateway
+// and answers for its proxy, where the plugin says it is of no class).
+func gatewaySpecValid(d map[string]any) bool {
+	spec, _ := d["spec"].(map[string]any)
+	class, _ := spec["gatewayClassName"].(string)
+	listeners, _ := spec["listeners"].([]any)
+	return class != "" && len(listeners) > 0
 }
 
 // podIPValid reports whether a Pod document's status.podIP is empty or an IP address, as the
