@@ -17,6 +17,7 @@ import (
 	"github.com/mesh-explain/kubectl-mesh-explain/conformance/istiorun"
 	gen "github.com/mesh-explain/kubectl-mesh-explain/internal/testkit/scenariogen"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/cli"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/waypointauthz"
 )
 
 // FuzzEngineAgreesWithIstio is the differential fuzz target: the fuzzer picks a generated
@@ -61,6 +62,19 @@ func FuzzEngineAgreesWithIstio(f *testing.F) {
 			return
 		}
 		if kind == "waypoint" && !programmable(sc) {
+			return
+		}
+		if kind == "waypoint" && !ofWaypointClass(sc) {
+			// istiod deploys a waypoint only for a Gateway of class istio-waypoint, so a
+			// cluster has no instance of another to push to (the scenario's pod is the
+			// generator's): the plugin must say the Gateway is not a waypoint.
+			args := append(strings.Fields(sc.Command), "-f", dir, "-o", outputFormat(kind))
+			var out, errOut bytes.Buffer
+			code := cli.Main(args, genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+			if code == cli.ExitOK || code != cli.ExitIncomplete && !strings.Contains(errOut.String(), "not a waypoint") {
+				y, _ := s.YAML()
+				t.Fatalf("%s seed %d, edits %v: the Gateway is of another class, but the plugin exits %d: %s\n%s\nscenario:\n%s", kind, seed, edits, code, errOut.String(), out.String(), y)
+			}
 			return
 		}
 		want, _, err := istiorun.RunKind(sc, kind)
@@ -127,6 +141,20 @@ func programmable(sc *istiorun.Scenario) bool {
 		}
 	}
 	return false
+}
+
+// ofWaypointClass reports whether the Gateway the waypoint scenario names is of class
+// istio-waypoint (true when it names none: Istio's code and the plugin then both fail).
+func ofWaypointClass(sc *istiorun.Scenario) bool {
+	wp, err := sc.Waypoint()
+	var noProxy *istiorun.NoProxyError
+	if err != nil && !errors.As(err, &noProxy) {
+		return true
+	}
+	if wp == nil {
+		return true
+	}
+	return string(wp.Gateway.Spec.GatewayClassName) == waypointauthz.ClassName
 }
 
 // clusterScoped removes metadata.namespace from the objects of cluster-scoped kinds, as the
