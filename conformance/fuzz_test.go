@@ -27,14 +27,16 @@ import (
 // without its namespace, a port where a label was). The same folder goes to the engines and to
 // Istio's code, and any difference fails. Skipped, as no cluster would hold them: scenarios
 // Istio's validation rejects, those the API server would refuse (an object that does not
-// decode, two of one name, a name that is no DNS name), and those where the plugin's loader
-// skips an object (an unknown field, which kubectl's strict validation refuses; Istio's
-// decoder would drop it instead). Skipped too: a waypoint without an instance, a pod without
+// decode, two of one name, a name that is no DNS name, a cluster IP, Service port or pod IP
+// out of range, a Gateway without class or listener: apiServerTakes), and those where the
+// plugin's loader skips an object (an unknown field, which kubectl's strict validation
+// refuses; Istio's decoder would drop it instead). Skipped too: a waypoint without an instance, a pod without
 // an IP and a sidecar pod without the injector's annotation (Istio's code needs a proxy to
 // connect as; the plugin answers what istiod would push to the waypoint, or says the pod has
 // no sidecar), a waypoint not yet deployed whose Service is missing (the plugin answers
 // as istiod will program it, with the Service its deployment creates), and Istio's known
-// panics, as in TestEngineAgreesWithIstio.
+// panics, as in TestEngineAgreesWithIstio. For a Gateway of another class than
+// istio-waypoint, which istiod deploys no waypoint for, the plugin must refuse the query.
 //
 //	go test -run '^$' -fuzz '^FuzzEngineAgreesWithIstio$' -fuzztime 10m .
 func FuzzEngineAgreesWithIstio(f *testing.F) {
