@@ -92,8 +92,9 @@ func FuzzEngineAgreesWithIstio(f *testing.F) {
 		args := append(strings.Fields(sc.Command), "-f", dir, "-o", outputFormat(kind))
 		var out, errOut bytes.Buffer
 		code := cli.Main(args, genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
-		if code == cli.ExitIncomplete {
-			// The plugin's loader skipped an object (named on stderr).
+		if code == cli.ExitIncomplete || strings.Contains(errOut.String(), "; the object is skipped") {
+			// The plugin's loader skipped an object (named on stderr); when it was the pod or
+			// Gateway asked about, the query fails for want of it rather than exiting 3.
 			return
 		}
 		got, engErr := out.Bytes(), error(nil)
