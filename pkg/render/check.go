@@ -64,7 +64,6 @@ const listed = 3
 
 func (p *checkTable) PrintCheck(w io.Writer, r *explain.CheckReport) error {
 	th := NewTheme(w, p.opts.ColorOn())
-	block := func(s string) func() string { return func() string { return s } }
 	// One block per resource, laid out on every core and written as they are done
 	// (writeBlocks): a mesh's report is tens of megabytes of tables.
 	var blocks []func() string

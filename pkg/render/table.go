@@ -125,10 +125,12 @@ func renderBlocks(jobs []func() string, emit func(string) error) error {
 	return nil
 }
 
+// block is the rendering of a block already laid out, for writeBlocks.
+func block(s string) func() string { return func() string { return s } }
+
 // result returns the renderings of the blocks of one Result; blocks are separated by one blank
 // line. The renderings only read r, so they may run concurrently.
 func (p *tablePrinter) result(th Theme, r *explain.Result) []func() string {
-	block := func(s string) func() string { return func() string { return s } }
 	var jobs []func() string
 	if len(r.Incomplete) > 0 {
 		jobs = append(jobs, block(incompleteBanner(th, p.opts.width(), r.Incomplete)))
