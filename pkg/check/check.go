@@ -289,24 +289,31 @@ func classOccurrences(ix *index.Index, shared *envoycluster.SharedBuilds, groupi
 	if err != nil {
 		return nil, nil, err
 	}
-	take := reuse.taking(c)
+	take := reuse.taking(c, proxy.Labels)
 	named := namesLabels(proxy.Labels)
 	for i, h := range hosts {
-		if a := take.answer(i); a != nil {
-			if a.inScope {
-				inScope[i] = true
-				if !folded {
-					out = appendHost(out, *a, proxyDiags, proxyKeys, h, names)
+		var a hostAnswer
+		sharedAnswer := false
+		if t := take.answer(i); t != nil {
+			if !t.names {
+				if t.inScope {
+					inScope[i] = true
+					if !folded {
+						out = appendHost(out, *t, proxyDiags, proxyKeys, h, names)
+					}
 				}
+				continue
 			}
-			continue
-		}
-		a, sharedAnswer, err := hostOf(e, shared, grouping, c, i, h)
-		if err != nil {
-			return nil, nil, err
-		}
-		if reuse.records(c) {
-			reuse.record(c, named, i, a)
+			// The answer prints the proxy's labels: listed as the class's own answer below.
+			a = *t
+		} else {
+			a, sharedAnswer, err = hostOf(e, shared, grouping, c, i, h)
+			if err != nil {
+				return nil, nil, err
+			}
+			if reuse.records(c) {
+				reuse.record(c, named, i, a)
+			}
 		}
 		if !a.inScope {
 			// Outside the proxy's scope: not a host this client sees.

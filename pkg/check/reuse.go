@@ -7,21 +7,26 @@ import (
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/engine/envoycluster"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/meshhost"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
 
 // A namespace's pods that a workloadSelector DestinationRule sets apart get a class of their
-// own (labelKeys), but such a rule changes their answer only for the hosts it can be for: the
+// own (labelKeys), but such a rule changes their answer only for the hosts it can be for, and
+// only when it selects them and not the namespace default (or the other way round): the
 // proxy's labels reach the answer of a host only through the DestinationRule lookup of the
 // client namespace (index pick and whyNot: the workloadSelector rules for the host there), the
 // Sidecar that selects the proxy, and the EnvoyFilters that select it. In a namespace with no
 // Sidecar and no EnvoyFilter selecting by labels (and no root EnvoyFilter that does), a pod's
-// answer for a host that none of the namespace's workloadSelector DestinationRules can be for
-// (index.RuleMayApply) is the namespace default's, whose class is explained first; the pod's
-// class takes it instead of building the host's clusters again. With N namespaces, P pods
-// set apart and H hosts, the hosts explained go from (N+P)·H to N·H plus the hosts of the
-// workloadSelector rules. TestRunEqualsUnionOnBenchMesh and the scenario tests compare the
+// answer for a host is the namespace default's, whose class is explained first, unless a
+// workloadSelector DestinationRule of the namespace that can be for the host
+// (index.RuleMayApply) selects the pod: the pod's class takes the default's answer instead of
+// building the host's clusters again. Where that answer prints the proxy's labels (the
+// selection diagnostics of the rules that select neither, namesLabels), the class takes it in
+// its own words (relabel). With N namespaces, P pods set apart and H hosts, the hosts
+// explained go from (N+P)·H to N·H plus, for each pod, the hosts of the rules that select it.
+// TestRunEqualsUnionOnBenchMesh, TestReuseFindsTheSame and the scenario tests compare the
 // result with every client's own answer.
 
 // hostAnswer is what a class's answer for a host holds, but the proxy's own diagnostics.
@@ -32,6 +37,8 @@ type hostAnswer struct {
 	diags   []explain.Diagnostic
 	// keys are the causes of diags (causeOf), made once for every class that takes the answer.
 	keys []cause
+	// names marks an answer that prints the labels of the proxy it was made for (namesLabels).
+	names bool
 }
 
 // reusePlan says which classes take the answers of their namespace default's class.
@@ -43,8 +50,9 @@ type reusePlan struct {
 	// none kept), written while the base class is explained and read only after.
 	answers map[*Class][]*hostAnswer
 	// selectorHosts are the spec.host of the workloadSelector DestinationRules of each
-	// namespace.
+	// namespace; selectorRules the rules themselves.
 	selectorHosts ruleHosts
+	selectorRules map[string][]selectorRule
 	// hosts are the hosts every class is explained for, in order (set by prepare).
 	hosts []string
 	// mu guards selected: by namespace, whether a workloadSelector DestinationRule of the
@@ -55,7 +63,8 @@ type reusePlan struct {
 
 // planReuse finds the classes that can take their namespace default's answers.
 func planReuse(snap *model.Snapshot, classes []*Class) *reusePlan {
-	p := &reusePlan{base: map[*Class]*Class{}, answers: map[*Class][]*hostAnswer{}, selectorHosts: newRuleHosts()}
+	p := &reusePlan{base: map[*Class]*Class{}, answers: map[*Class][]*hostAnswer{}, selectorHosts: newRuleHosts(),
+		selectorRules: map[string][]selectorRule{}}
 	root := snap.RootNamespace()
 	blocked := map[string]bool{}
 	for _, sc := range snap.Sidecars {
@@ -74,6 +83,8 @@ func planReuse(snap *model.Snapshot, classes []*Class) *reusePlan {
 	for _, dr := range snap.DestinationRules {
 		if dr.Spec.GetWorkloadSelector() != nil {
 			p.selectorHosts.add(dr.Namespace, dr.Spec.GetHost())
+			p.selectorRules[dr.Namespace] = append(p.selectorRules[dr.Namespace],
+				selectorRule{host: dr.Spec.GetHost(), selector: dr.Spec.GetWorkloadSelector().GetMatchLabels()})
 		}
 	}
 	defaults := map[string]*Class{}
@@ -113,12 +124,10 @@ func (p *reusePlan) records(c *Class) bool {
 	return ok
 }
 
-// record keeps c's answer for the host at i of hosts, unless it names the proxy's labels
-// (named, namesLabels): the answer of a proxy with other labels would name those.
+// record keeps c's answer for the host at i of hosts, noting whether it names the proxy's
+// labels (named, namesLabels): a proxy with other labels takes it in its own words.
 func (p *reusePlan) record(c *Class, named func(explain.Diagnostic) bool, i int, a hostAnswer) {
-	if slices.ContainsFunc(a.diags, named) {
-		return
-	}
+	a.names = slices.ContainsFunc(a.diags, named)
 	p.answers[c][i] = &a
 }
 
@@ -140,33 +149,73 @@ func (p *reusePlan) folds(ix *index.Index, c *Class, proxyKeys []cause) (bool, e
 	return slices.Equal(keysOf(envoycluster.NewExplainer(ix, proxy).ProxyDiagnostics()), proxyKeys), nil
 }
 
+// selectorRule is a workloadSelector DestinationRule: its spec.host and the labels it selects.
+type selectorRule struct {
+	host     string
+	selector map[string]string
+}
+
 // taking is what a class can take of its base class's answers.
 type taking struct {
 	answers []*hostAnswer
-	// selects marks the hosts a workloadSelector DestinationRule of the class's namespace can
-	// be for (nil: none).
-	selects []bool
+	// own marks the hosts the class answers itself: a workloadSelector DestinationRule of its
+	// namespace that can be for the host selects the class's proxy but not the base's, or the
+	// other way round (nil: none).
+	own []bool
+	// from and to are the labels of the base's proxy and of the class's, for the answers
+	// that print them (relabel).
+	from, to map[string]string
 }
 
-// taking returns what c can take of its base class's answers; nil when it takes none.
-func (p *reusePlan) taking(c *Class) *taking {
+// taking returns what c, whose proxy has labels, can take of its base class's answers; nil
+// when it takes none.
+func (p *reusePlan) taking(c *Class, labels map[string]string) *taking {
 	if p == nil || p.base[c] == nil {
 		return nil
 	}
-	return &taking{answers: p.answers[p.base[c]], selects: p.selectedIn(c.Namespace)}
+	b := p.base[c]
+	return &taking{answers: p.answers[b], own: p.ownHosts(c.Namespace, b.Members[0].Labels, labels),
+		from: b.Members[0].Labels, to: labels}
 }
 
-// answer returns the base class's answer for the host at i of hosts when the class can take
-// it, else nil.
+// answer returns the base class's answer for the host at i of hosts, in the class's words,
+// when the class can take it, else nil.
 func (t *taking) answer(i int) *hostAnswer {
-	if t == nil || t.selects != nil && t.selects[i] {
+	if t == nil || t.own != nil && t.own[i] || t.answers[i] == nil {
 		return nil
 	}
-	return t.answers[i]
+	a := t.answers[i]
+	if !a.names {
+		return a
+	}
+	diags := relabel(a.diags, t.from, t.to)
+	return &hostAnswer{inScope: a.inScope, subject: a.subject, diags: diags, keys: keysOf(diags), names: true}
+}
+
+// ownHosts marks the hosts of hosts for which a workloadSelector DestinationRule of namespace
+// can apply and selects a proxy with labels but not one with base (or the other way round);
+// nil when there are none.
+func (p *reusePlan) ownHosts(namespace string, base, labels map[string]string) []bool {
+	apart := newRuleHosts()
+	for _, r := range p.selectorRules[namespace] {
+		if meshhost.LabelsSubsetOf(r.selector, labels) != meshhost.LabelsSubsetOf(r.selector, base) {
+			apart.add(namespace, r.host)
+		}
+	}
+	if !apart.any(namespace) {
+		return nil
+	}
+	may := p.selectedIn(namespace)
+	own := make([]bool, len(p.hosts))
+	for i, host := range p.hosts {
+		own[i] = may[i] && apart.mayApply(host, namespace)
+	}
+	return own
 }
 
 // selectedIn reports, for each host of hosts, whether a workloadSelector DestinationRule of
-// namespace can be for it (ruleHosts.mayApply); nil when the namespace has none.
+// namespace can be for it (ruleHosts.mayApply); nil when the namespace has none. The classes
+// of a namespace narrow it down to the rules that set them apart (ownHosts).
 func (p *reusePlan) selectedIn(namespace string) []bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
