@@ -275,10 +275,10 @@ func classOccurrences(ix *index.Index, shared *envoycluster.SharedBuilds, groupi
 	e := envoycluster.NewExplainer(ix, proxy)
 	names := c.names()
 	groups := c.byLabels()
-	// others are the Explainers of the members whose labels differ from the first member's,
-	// made when a host's answer names the labels: their own proxy diagnostics, and the answer
-	// of the first member with their labels in it (relabel).
-	var others []*envoycluster.Explainer
+	// others are the groups of members whose labels differ from the first member's, made when
+	// a host's answer names the labels: their own proxy diagnostics, and the answer of the
+	// first member with their labels in it (relabel).
+	var others []otherLabels
 	inScope = make([]bool, len(hosts))
 	proxyDiags := e.ProxyDiagnostics()
 	proxyKeys := keysOf(proxyDiags)
@@ -342,15 +342,25 @@ func classOccurrences(ix *index.Index, shared *envoycluster.SharedBuilds, groupi
 				if err != nil {
 					return nil, nil, err
 				}
-				others = append(others, envoycluster.NewExplainer(ix, p))
+				diags := envoycluster.NewExplainer(ix, p).ProxyDiagnostics()
+				others = append(others, otherLabels{names: groupNames(g), proxyDiags: diags, proxyKeys: keysOf(diags),
+					relabel: newRelabeler(proxy.Labels, g[0].Labels)})
 			}
 		}
-		for k, g := range groups[1:] {
-			oa := hostAnswer{inScope: true, subject: a.subject, diags: relabel(a.diags, proxy.Labels, g[0].Labels)}
-			out = appendHost(out, oa, others[k].ProxyDiagnostics(), nil, h, groupNames(g))
+		for _, o := range others {
+			diags, _ := o.relabel.apply(a.diags)
+			out = appendHost(out, hostAnswer{inScope: true, subject: a.subject, diags: diags}, o.proxyDiags, o.proxyKeys, h, o.names)
 		}
 	}
 	return out, inScope, nil
+}
+
+// otherLabels is a group of a class's members whose labels differ from the first member's.
+type otherLabels struct {
+	names      []string
+	proxyDiags []explain.Diagnostic
+	proxyKeys  []cause
+	relabel    relabeler
 }
 
 // hostOf is the answer of c's proxy (e's) for host (at i of the hosts), but the proxy's own

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain/diag"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
@@ -242,12 +243,15 @@ func labelsText(l map[string]string) string {
 
 // namesLabels reports whether a diagnostic's message names the proxy labels l, as
 // diag.SelectorRuleShadowsFallback (`this proxy (labels l)`) and diag.SelectorRuleIgnored
-// (`this proxy's labels (l)`) do; the labels are spelled once, for every diagnostic asked.
+// (`this proxy's labels (l)`) do, the only diagnostics that print them; the labels are spelled
+// once, for every diagnostic asked.
 func namesLabels(l map[string]string) func(explain.Diagnostic) bool {
 	t := labelsText(l)
 	a, b := "(labels "+t+")", "labels ("+t+")"
+	d5, d6 := string(diag.SelectorRuleShadowsFallback), string(diag.SelectorRuleIgnored)
 	return func(d explain.Diagnostic) bool {
-		return strings.Contains(d.Message, a) || strings.Contains(d.Message, b)
+		return (d.ID == d5 || d.ID == d6) &&
+			(strings.Contains(d.Message, a) || strings.Contains(d.Message, b))
 	}
 }
 
@@ -260,18 +264,44 @@ func namesLabels(l map[string]string) func(explain.Diagnostic) bool {
 // build diagnostics read nothing of the proxy (envoycluster.SharedBuilds). So only those two
 // messages change. TestRunEqualsUnionOnBenchMesh compares with every member's own answer.
 func relabel(diags []explain.Diagnostic, from, to map[string]string) []explain.Diagnostic {
+	out, _ := newRelabeler(from, to).apply(diags)
+	return out
+}
+
+// relabeler is relabel from one set of labels to another, its phrases spelled once.
+type relabeler struct{ phrases [2][2]string }
+
+func newRelabeler(from, to map[string]string) relabeler {
 	f, t := labelsText(from), labelsText(to)
-	phrases := [][2]string{
+	return relabeler{phrases: [2][2]string{
 		{"this proxy (labels " + f + ") is not one of them", "this proxy (labels " + t + ") is not one of them"},
 		{"which does not match this proxy's labels (" + f + ")", "which does not match this proxy's labels (" + t + ")"},
-	}
-	out := slices.Clone(diags)
-	for i := range out {
-		for _, p := range phrases {
-			out[i].Message = strings.Replace(out[i].Message, p[0], p[1], 1)
+	}}
+}
+
+// apply returns diags relabelled, and whether any message changed; diags itself when none did.
+func (r relabeler) apply(diags []explain.Diagnostic) ([]explain.Diagnostic, bool) {
+	var out []explain.Diagnostic
+	for i := range diags {
+		if id := diag.ID(diags[i].ID); id != diag.SelectorRuleShadowsFallback && id != diag.SelectorRuleIgnored {
+			continue
 		}
+		m := diags[i].Message
+		for _, p := range r.phrases {
+			m = strings.Replace(m, p[0], p[1], 1)
+		}
+		if m == diags[i].Message {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(diags)
+		}
+		out[i].Message = m
 	}
-	return out
+	if out == nil {
+		return diags, false
+	}
+	return out, true
 }
 
 // groupNames spells a group of members: `Namespace NS` for the group of the namespace

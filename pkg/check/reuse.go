@@ -162,9 +162,9 @@ type taking struct {
 	// namespace that can be for the host selects the class's proxy but not the base's, or the
 	// other way round (nil: none).
 	own []bool
-	// from and to are the labels of the base's proxy and of the class's, for the answers
-	// that print them (relabel).
-	from, to map[string]string
+	// relabel rewrites the labels of the base's proxy as the class's, in the answers that
+	// print them.
+	relabel relabeler
 }
 
 // taking returns what c, whose proxy has labels, can take of its base class's answers; nil
@@ -175,7 +175,7 @@ func (p *reusePlan) taking(c *Class, labels map[string]string) *taking {
 	}
 	b := p.base[c]
 	return &taking{answers: p.answers[b], own: p.ownHosts(c.Namespace, b.Members[0].Labels, labels),
-		from: b.Members[0].Labels, to: labels}
+		relabel: newRelabeler(b.Members[0].Labels, labels)}
 }
 
 // answer returns the base class's answer for the host at i of hosts, in the class's words,
@@ -188,8 +188,18 @@ func (t *taking) answer(i int) *hostAnswer {
 	if !a.names {
 		return a
 	}
-	diags := relabel(a.diags, t.from, t.to)
-	return &hostAnswer{inScope: a.inScope, subject: a.subject, diags: diags, keys: keysOf(diags), names: true}
+	diags, changed := t.relabel.apply(a.diags)
+	if !changed {
+		return a
+	}
+	// Only the messages changed; a key holds the message only when there is no fix (causeOf).
+	keys := slices.Clone(a.keys)
+	for i := range diags {
+		if diags[i].Message != a.diags[i].Message {
+			keys[i] = causeOf(diags[i])
+		}
+	}
+	return &hostAnswer{inScope: a.inScope, subject: a.subject, diags: diags, keys: keys, names: true}
 }
 
 // ownHosts marks the hosts of hosts for which a workloadSelector DestinationRule of namespace
