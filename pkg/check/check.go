@@ -595,9 +595,14 @@ type acc struct {
 	d       explain.Diagnostic
 	subject *provenance.Ref
 	// hosts, clients, workloads and messages are those of the occurrences listed: once one
-	// occurrence is not silenced (live), only those not silenced.
-	hosts, clients, workloads, waypoints, messages map[string]bool
-	live                                           bool
+	// occurrence is not silenced (live), only those not silenced. The clients are kept as the
+	// lists the occurrences share, set apart when the finding is made: a finding of a host
+	// lists the clients of every class that sees it alike, one list per class.
+	hosts, workloads, waypoints, messages map[string]bool
+	clients                               [][]string
+	live                                  bool
+	// lastMessage is the message last added to messages.
+	lastMessage string
 	// reason is that of the first silenced occurrence, at reasonAt.
 	reason   string
 	reasonAt at
@@ -619,7 +624,7 @@ func (m *merger) add(batch int, occ []occurrence) {
 		}
 		a := m.byKey[k]
 		if a == nil {
-			a = &acc{first: p, d: *o.d, subject: o.subject, hosts: map[string]bool{}, clients: map[string]bool{}, workloads: map[string]bool{}, waypoints: map[string]bool{}, messages: map[string]bool{}}
+			a = &acc{first: p, d: *o.d, subject: o.subject, hosts: map[string]bool{}, workloads: map[string]bool{}, waypoints: map[string]bool{}, messages: map[string]bool{}}
 			m.byKey[k] = a
 		} else if p.before(a.first) {
 			a.first, a.d, a.subject = p, *o.d, o.subject
@@ -636,17 +641,20 @@ func (m *merger) add(batch int, occ []occurrence) {
 			// The first occurrence not silenced: the finding lists only such occurrences.
 			a.live = true
 			clear(a.hosts)
-			clear(a.clients)
+			a.clients = nil
 			clear(a.workloads)
 			clear(a.waypoints)
 			clear(a.messages)
 		}
-		a.messages[o.d.Message] = true
+		if len(a.messages) == 0 || o.d.Message != a.lastMessage {
+			// Most occurrences of a finding share its first message.
+			a.messages[o.d.Message], a.lastMessage = true, o.d.Message
+		}
 		if o.host != "" {
 			a.hosts[o.host] = true
 		}
-		for _, c := range o.clients {
-			a.clients[c] = true
+		if len(o.clients) > 0 {
+			a.clients = append(a.clients, o.clients)
 		}
 		if o.workload != "" {
 			a.workloads[o.workload] = true
@@ -674,7 +682,7 @@ func (m *merger) findings() []explain.Finding {
 			f.Ignored = a.reason
 		}
 		f.Hosts = sortedSet(a.hosts)
-		f.Clients = sortedSet(a.clients)
+		f.Clients = sortedUnion(a.clients)
 		f.Workloads = sortedSet(a.workloads)
 		f.Waypoints = sortedSet(a.waypoints)
 		if msgs := sortedSet(a.messages); len(msgs) > 0 {
@@ -714,6 +722,23 @@ func refString(r *provenance.Ref) string {
 		return ""
 	}
 	return r.String()
+}
+
+// sortedUnion is the strings of lists, sorted, each once.
+func sortedUnion(lists [][]string) []string {
+	n := 0
+	for _, l := range lists {
+		n += len(l)
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]string, 0, n)
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	slices.Sort(out)
+	return slices.Clip(slices.Compact(out))
 }
 
 func sortedSet(m map[string]bool) []string {
