@@ -294,6 +294,8 @@ func classOccurrences(ix *index.Index, shared *envoycluster.SharedBuilds, groupi
 	for i, h := range hosts {
 		var a hostAnswer
 		sharedAnswer := false
+		// listProxy: the class lists its proxy's diagnostics for the host (pd, pk).
+		listProxy, pd, pk := true, proxyDiags, proxyKeys
 		if t := take.answer(i); t != nil {
 			if !t.names {
 				if t.inScope {
@@ -306,6 +308,12 @@ func classOccurrences(ix *index.Index, shared *envoycluster.SharedBuilds, groupi
 			}
 			// The answer prints the proxy's labels: listed as the class's own answer below.
 			a = *t
+			if folded {
+				// It is the base's answer but for the diagnostics that print the labels:
+				// `Namespace NS` in the base's findings stands for the class in the rest, and
+				// in the proxy's diagnostics.
+				a, listProxy, pd, pk = a.only(named), false, nil, nil
+			}
 		} else {
 			a, sharedAnswer, err = hostOf(e, shared, grouping, c, i, h)
 			if err != nil {
@@ -330,12 +338,12 @@ func classOccurrences(ix *index.Index, shared *envoycluster.SharedBuilds, groupi
 				out = appendHost(out, hostAnswer{subject: a.subject}, proxyDiags, proxyKeys, h, names)
 				continue
 			}
-			out = appendHost(out, a, proxyDiags, proxyKeys, h, names)
+			out = appendHost(out, a, pd, pk, h, names)
 			continue
 		}
 		// The answer names the proxy's labels: each group of members with the same labels
 		// gets its own.
-		out = appendHost(out, a, proxyDiags, proxyKeys, h, groupNames(groups[0]))
+		out = appendHost(out, a, pd, pk, h, groupNames(groups[0]))
 		if others == nil {
 			for _, g := range groups[1:] {
 				p, err := memberProxy(ix, g[0])
@@ -349,7 +357,11 @@ func classOccurrences(ix *index.Index, shared *envoycluster.SharedBuilds, groupi
 		}
 		for _, o := range others {
 			diags, _ := o.relabel.apply(a.diags)
-			out = appendHost(out, hostAnswer{inScope: true, subject: a.subject, diags: diags}, o.proxyDiags, o.proxyKeys, h, o.names)
+			opd, opk := o.proxyDiags, o.proxyKeys
+			if !listProxy {
+				opd, opk = nil, nil
+			}
+			out = appendHost(out, hostAnswer{inScope: true, subject: a.subject, diags: diags}, opd, opk, h, o.names)
 		}
 	}
 	return out, inScope, nil

@@ -41,6 +41,18 @@ type hostAnswer struct {
 	names bool
 }
 
+// only is the answer with only the diagnostics keep keeps.
+func (a hostAnswer) only(keep func(explain.Diagnostic) bool) hostAnswer {
+	out := hostAnswer{inScope: a.inScope, subject: a.subject, names: a.names}
+	for i, d := range a.diags {
+		if keep(d) {
+			out.diags = append(out.diags, d)
+			out.keys = append(out.keys, a.keys[i])
+		}
+	}
+	return out
+}
+
 // reusePlan says which classes take the answers of their namespace default's class.
 type reusePlan struct {
 	// base maps a class to the class of its namespace's default sidecar, whose answers it
