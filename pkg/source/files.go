@@ -659,7 +659,12 @@ func (l *loader) loadDocument(d document, js []byte, inherit *header) {
 		return
 	}
 	var h header
-	_ = json.Unmarshal(js, &h) // lenient: a malformed field elsewhere must not hide the name
+	if d.pre != nil {
+		// The header the document was predecoded under: the JSON's (predecode).
+		h = d.pre.h
+	} else {
+		_ = json.Unmarshal(js, &h) // lenient: a malformed field elsewhere must not hide the name
+	}
 	if inherit != nil {
 		if h.Kind == "" {
 			h.Kind = inherit.Kind

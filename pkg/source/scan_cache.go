@@ -164,6 +164,9 @@ type input struct {
 
 // decoded is an object decoded ahead of loadDocument, with the kind it was decoded as.
 type decoded struct {
+	// h is the header the object was decoded under, which loadDocument takes rather than
+	// decoding the JSON again.
+	h        header
 	ki       *kindInfo
 	o        object
 	problems []fieldError
@@ -271,5 +274,5 @@ func (l *loader) predecode(js []byte, scanned *header) (out *decoded) {
 		return nil
 	}
 	o, problems := ki.decode(js)
-	return &decoded{ki: ki, o: o, problems: problems}
+	return &decoded{h: h, ki: ki, o: o, problems: problems}
 }
