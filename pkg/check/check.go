@@ -136,12 +136,28 @@ func Run(snap *model.Snapshot, o Options) (*explain.CheckReport, error) {
 	if o.noGroups {
 		grouping = nil
 	}
-	hosts, err := hostOccurrences(ix, classes, planReuse(snap, classes), grouping, o.Workers, m)
+	// The workloads and waypoints are answered while the hosts are: neither reads the other,
+	// and each leaves a core idle at times (the hosts between their phases, the workloads
+	// while grouping replicas).
+	var (
+		hosts  int
+		err    error
+		wl, wp []occurrence
+		counts map[string]int
+		n      int
+	)
+	parallel.Each(2, func(i int) {
+		if i == 0 {
+			hosts, err = hostOccurrences(ix, classes, planReuse(snap, classes), grouping, o.Workers, m)
+			return
+		}
+		wl, counts = workloadOccurrences(snap, WorkloadEngines(snap, o.Revision), o.Namespaces)
+		wp, n = waypointOccurrences(snap, o.Namespaces)
+	})
 	if err != nil {
 		return nil, err
 	}
 	rep.Scope.Hosts = hosts
-	wl, counts := workloadOccurrences(snap, WorkloadEngines(snap, o.Revision), o.Namespaces)
 	for _, n := range counts {
 		rep.Scope.Workloads += n
 	}
@@ -150,7 +166,6 @@ func Run(snap *model.Snapshot, o Options) (*explain.CheckReport, error) {
 	}
 	// The workloads' occurrences come after those of every class, the waypoints' last.
 	m.add(len(classes), wl)
-	wp, n := waypointOccurrences(snap, o.Namespaces)
 	rep.Scope.Waypoints = n
 	m.add(len(classes)+1, wp)
 	rep.Findings = m.findings()
