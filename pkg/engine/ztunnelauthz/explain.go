@@ -89,6 +89,8 @@ type workload struct {
 	waypoint             waypointInfo
 	// selecting are the Services that select the pod.
 	selecting []*corev1.Service
+	// aps are the pool's policies of the pod's namespace and the root namespace (localAPs).
+	aps []*apInfo
 }
 
 func explainPod(snap *model.Snapshot, p *pool, pod *corev1.Pod, q Query, objects bool) *explain.Result {
@@ -99,6 +101,7 @@ func explainPod(snap *model.Snapshot, p *pool, pod *corev1.Pod, q Query, objects
 		Subject:    explain.Subject{Kind: "Workload", Namespace: pod.Namespace, Workload: "pod/" + pod.Name, Resource: &podRef},
 	}}
 	w.selecting = servicesSelecting(p.services[pod.Namespace], pod)
+	w.aps = p.localAPs(pod.Namespace)
 	w.capture = decideCapture(snap, pod, objects)
 	w.chain = buildChain(p, pod)
 	w.waypoint = findWaypoints(snap, pod, w.selecting)
@@ -143,7 +146,7 @@ func explainPod(snap *model.Snapshot, p *pool, pod *corev1.Pod, q Query, objects
 // workloads.go buildWorkloadPolicies does: the sorted AuthorizationPolicy keys, then the
 // PeerAuthentication keys.
 func (w *workload) computeKeys() {
-	for _, ap := range w.pool.aps {
+	for _, ap := range w.aps {
 		if !w.apListed(ap) {
 			continue
 		}
@@ -349,7 +352,7 @@ func (w *workload) relevantAP(ap *securityv1.AuthorizationPolicy) bool {
 func (w *workload) notAppliedSections() []explain.Section {
 	main := explain.Section{Title: "Not applied", Columns: []string{"POLICY", "WHY"}}
 	wide := explain.Section{Title: "Not selecting this workload", Columns: []string{"POLICY", "WHY"}, Wide: true}
-	for _, ap := range w.pool.aps {
+	for _, ap := range w.aps {
 		if ap.obj.Namespace != w.pool.root && ap.obj.Namespace != w.pod.Namespace {
 			continue
 		}
@@ -485,7 +488,7 @@ func overText(ports []string) string {
 // pod's PeerAuthentications (A25).
 func (w *workload) policyDiagnostics() []explain.Diagnostic {
 	var out []explain.Diagnostic
-	for _, ap := range w.pool.aps {
+	for _, ap := range w.aps {
 		if !w.relevantAP(ap.obj) {
 			continue
 		}

@@ -79,8 +79,10 @@ type pool struct {
 	root    string
 	entries map[string]*poolEntry
 	aps     []*apInfo
-	pas     []*securityv1.PeerAuthentication
-	paConv  map[*securityv1.PeerAuthentication]*paConversion
+	// apsIn are the places in aps of each namespace's policies, in order.
+	apsIn  map[string][]int
+	pas    []*securityv1.PeerAuthentication
+	paConv map[*securityv1.PeerAuthentication]*paConversion
 	// excluded are the policies the revision filter hides from istiod.
 	excluded []provenance.Ref
 	// services are the snapshot's Services by namespace, in snapshot order: a Service selects
@@ -94,7 +96,7 @@ type pool struct {
 }
 
 func buildPool(snap *model.Snapshot, revision string) *pool {
-	p := &pool{root: snap.RootNamespace(), entries: map[string]*poolEntry{}, paConv: map[*securityv1.PeerAuthentication]*paConversion{},
+	p := &pool{root: snap.RootNamespace(), entries: map[string]*poolEntry{}, apsIn: map[string][]int{}, paConv: map[*securityv1.PeerAuthentication]*paConversion{},
 		services: map[string][]*corev1.Service{}, waypoints: waypointauthz.NewWaypoints(snap)}
 	for _, s := range snap.Services {
 		if s != nil {
@@ -110,6 +112,7 @@ func buildPool(snap *model.Snapshot, revision string) *pool {
 			continue
 		}
 		info := &apInfo{obj: ap, conv: convertAuthorizationPolicy(snap, p.root, ap)}
+		p.apsIn[ap.Namespace] = append(p.apsIn[ap.Namespace], len(p.aps))
 		p.aps = append(p.aps, info)
 		if info.conv.auth != nil {
 			p.entries[info.conv.auth.Key()] = &poolEntry{key: info.conv.auth.Key(), auth: info.conv.auth, rec: info.conv.rec, ap: info}
@@ -204,4 +207,19 @@ func (p *pool) sortedKeys() []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// localAPs are the policies of namespace and of the root namespace, in pool order: the only
+// ones that can select a pod of namespace or be listed for it.
+func (p *pool) localAPs(namespace string) []*apInfo {
+	places := p.apsIn[namespace]
+	if namespace != p.root {
+		places = append(slices.Clone(places), p.apsIn[p.root]...)
+		slices.Sort(places)
+	}
+	out := make([]*apInfo, len(places))
+	for i, at := range places {
+		out[i] = p.aps[at]
+	}
+	return out
 }

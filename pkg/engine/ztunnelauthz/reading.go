@@ -283,7 +283,7 @@ func findWaypoints(snap *model.Snapshot, pod *corev1.Pod, selecting []*corev1.Se
 func (w *workload) waypointPolicySection() *explain.Section {
 	s := explain.Section{Title: "Waypoint policies (enforced by the waypoint, never by ztunnel)", Columns: []string{"POLICY", "TARGETS", "ACTION", "NOTE"}}
 	svcs := w.selecting
-	for _, ap := range w.pool.aps {
+	for _, ap := range w.aps {
 		refs := ap.conv.targetRefs
 		if len(refs) == 0 || (ap.obj.Namespace != w.pod.Namespace && ap.obj.Namespace != w.pool.root) {
 			continue
@@ -344,7 +344,7 @@ func (w *workload) waypointSection() *explain.Section {
 		note("traffic to Service %s goes through waypoint %s (%s)", sw[0], sw[1], sw[2])
 	}
 	httpRules := false
-	for _, ap := range w.pool.aps {
+	for _, ap := range w.aps {
 		if !w.relevantAP(ap.obj) {
 			continue
 		}
