@@ -384,11 +384,18 @@ func (ix *Index) buildScope(namespace string, sidecar *networkingv1.Sidecar) *si
 		sc.listeners = append(sc.listeners, l)
 		imported += len(l.services)
 	}
-	sc.byHost, sc.how = make(map[string]int, imported), make(map[string]*importInfo, imported)
+	sc.byHost, sc.how = make(map[string]int, imported), map[string]*importInfo{}
 
 	note := func(s *Service, l *egressListener, vs *provenance.Ref) {
 		info := sc.how[s.Hostname]
 		if info == nil {
+			if vs == nil && !l.matchPort {
+				// Imported by the egress hosts on every port: what ServiceForProxy takes a
+				// host without an entry for. A VirtualService notes only a host not yet
+				// imported, so no later note finds the entry missing that this one would
+				// have made.
+				return
+			}
 			info = &importInfo{byVS: vs}
 			sc.how[s.Hostname] = info
 		}
@@ -524,7 +531,7 @@ func (ix *Index) convertListener(configNamespace string, index int, e *networkin
 	} else {
 		candidates = ix.servicesExportedToNamespace(configNamespace)
 	}
-	l.services = selectServices(candidates, configNamespace, l)
+	l.services = selectServices(candidates, configNamespace, l, func(h string) bool { return len(ix.groups[h]) > 1 })
 	return l
 }
 
@@ -532,7 +539,10 @@ func (ix *Index) convertListener(configNamespace string, index int, e *networkin
 // (default on): services matched by `ns/host` or `*/host`, minus `~` exclusions, then one
 // namespace per hostname: the proxy's own namespace first, else a Kubernetes Service over a
 // ServiceEntry, else the first seen.
-func selectServices(candidates []*regService, configNamespace string, l *egressListener) []*Service {
+//
+// shared reports whether services of several namespaces have a hostname: only those need the
+// choice.
+func selectServices(candidates []*regService, configNamespace string, l *egressListener, shared func(string) bool) []*Service {
 	wild, wildFound := l.hosts["*"]
 	// Sized for `*/*`, which imports every candidate: the default scope of every namespace.
 	imported := make([]*Service, 0, len(candidates))
@@ -558,8 +568,11 @@ func selectServices(candidates []*regService, configNamespace string, l *egressL
 		ns   string
 		kube bool
 	}
-	valid := make(map[string]provider, len(imported))
+	valid := map[string]provider{}
 	for _, s := range imported {
+		if !shared(s.Hostname) {
+			continue
+		}
 		np := provider{ns: s.Namespace, kube: s.Kubernetes}
 		ex, found := valid[s.Hostname]
 		switch {
@@ -571,7 +584,7 @@ func selectServices(candidates []*regService, configNamespace string, l *egressL
 			valid[s.Hostname] = np
 		}
 	}
-	return slices.DeleteFunc(imported, func(s *Service) bool { return valid[s.Hostname].ns != s.Namespace })
+	return slices.DeleteFunc(imported, func(s *Service) bool { return shared(s.Hostname) && valid[s.Hostname].ns != s.Namespace })
 }
 
 func matchingService(hc *hostClass, s *Service, l *egressListener) *Service {
