@@ -130,6 +130,30 @@ func TestDecodeProblems(t *testing.T) {
 			}},
 		},
 		{
+			name: "a cluster IP the API server rejects: the Service is skipped; None and an IP are kept",
+			in: "apiVersion: v1\nkind: Service\nmetadata: {name: a, namespace: ns1}\nspec:\n  clusterIP: 10.0.0.300\n---\n" +
+				"apiVersion: v1\nkind: Service\nmetadata: {name: b, namespace: ns1}\nspec:\n  clusterIP: 10.0.0.3\n  clusterIPs: [10.0.0.3, \"fd00::x\"]\n---\n" +
+				"apiVersion: v1\nkind: Service\nmetadata: {name: c, namespace: ns1}\nspec:\n  clusterIP: None\n  clusterIPs: [None]\n",
+			want: []issue{{
+				Severity: "error", Resource: "Service ns1/a", Position: "<stdin>:5:3", Field: "spec.clusterIP",
+				Message: `invalid cluster IP "10.0.0.300": must be a valid IP address or None; the API server rejects it, and the object is skipped`,
+			}, {
+				Severity: "error", Resource: "Service ns1/b", Position: "<stdin>:12:26", Field: "spec.clusterIPs[1]",
+				Message: `invalid cluster IP "fd00::x": must be a valid IP address or None; the API server rejects it, and the object is skipped`,
+			}},
+		},
+		{
+			name: "a pod IP that is no address: the pod is kept without it",
+			in:   "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ns1}\nstatus:\n  podIP: not-an-ip\n  podIPs:\n  - ip: not-an-ip\n  - ip: fd00::7\n",
+			want: []issue{{
+				Severity: "warning", Resource: "Pod ns1/p", Position: "<stdin>:5:3", Field: "status.podIP",
+				Message: `Pod IP "not-an-ip" is not a valid IP address; the API server rejects it, and the pod is explained without that address`,
+			}, {
+				Severity: "warning", Resource: "Pod ns1/p", Position: "<stdin>:7:5", Field: "status.podIPs[0].ip",
+				Message: `Pod IP "not-an-ip" is not a valid IP address; the API server rejects it, and the pod is explained without that address`,
+			}},
+		},
+		{
 			name: "a spec that is not a mapping",
 			in:   "apiVersion: security.istio.io/v1\nkind: AuthorizationPolicy\nmetadata: {name: a, namespace: ns1}\nspec: [1]\n",
 			want: []issue{{
@@ -231,5 +255,20 @@ func TestProtoNamesDecodeToTheSameValues(t *testing.T) {
 	}
 	if got := snap.DestinationRules[0].Spec.GetTrafficPolicy().GetConnectionPool().GetTcp().GetMaxConnections(); got != 7 {
 		t.Errorf("maxConnections = %d, want 7", got)
+	}
+}
+
+func TestInvalidPodIPsDropped(t *testing.T) {
+	in := "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ns1}\nstatus:\n  podIP: not-an-ip\n  podIPs:\n  - ip: not-an-ip\n  - ip: fd00::7\n"
+	snap, err := load(t.Context(), Spec{Files: []string{"-"}, Stdin: strings.NewReader(in)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Pods) != 1 {
+		t.Fatalf("pods = %d, want the pod kept", len(snap.Pods))
+	}
+	st := snap.Pods[0].Status
+	if st.PodIP != "" || len(st.PodIPs) != 1 || st.PodIPs[0].IP != "fd00::7" {
+		t.Errorf("status = podIP %q, podIPs %v; want only fd00::7 left", st.PodIP, st.PodIPs)
 	}
 }

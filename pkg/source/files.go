@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -787,12 +788,18 @@ func (l *loader) loadDocument(d document, js []byte, inherit *header) {
 		l.fieldIssues(d, ref, problems)
 		return
 	}
-	if field, msg := invalidServicePort(o); msg != "" {
+	if field, msg := invalidService(o); msg != "" {
 		l.issue(model.LoadIssue{
 			Severity: "error", Resource: &ref, Position: d.at(field), Field: field,
 			Message: msg + "; the API server rejects it, and the object is skipped",
 		})
 		return
+	}
+	for _, bad := range dropInvalidPodIPs(o) {
+		l.issue(model.LoadIssue{
+			Severity: "warning", Resource: &ref, Position: d.at(bad.field), Field: bad.field,
+			Message: bad.msg + "; the API server rejects it, and the pod is explained without that address",
+		})
 	}
 	o.SetNamespace(ns)
 	o.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{Group: ki.group, Version: ki.versions[0], Kind: ki.kind})
@@ -827,11 +834,13 @@ func invalidName(ki *kindInfo, name, ns string) (field, msg string) {
 	return "", ""
 }
 
-// invalidServicePort checks a Service's port numbers as the API server does (1 to 65535; a
-// `- null` entry is a port 0) and returns the first field at fault and kubectl's words for it,
-// or "" when every port is valid, or o is no Service. istiod never sees such a Service, and
-// the engines would build clusters and inbound chains for port 0.
-func invalidServicePort(o object) (field, msg string) {
+// invalidService checks a Service's port numbers and cluster IPs as the API server does (ports
+// 1 to 65535, a `- null` entry being a port 0; each cluster IP an IP address or None, empty
+// meaning one is to be allocated) and returns the first field at fault and kubectl's words for
+// it, or "" when all are valid, or o is no Service. istiod never sees such a Service: the
+// engines would build clusters and inbound chains for port 0, and Istio's ambient index fails
+// on a cluster IP it cannot parse.
+func invalidService(o object) (field, msg string) {
 	svc, ok := o.(*corev1.Service)
 	if !ok {
 		return "", ""
@@ -841,7 +850,56 @@ func invalidServicePort(o object) (field, msg string) {
 			return fmt.Sprintf("spec.ports[%d].port", i), fmt.Sprintf("invalid port %d: %s", p.Port, strings.Join(errs, "; "))
 		}
 	}
+	if ip := svc.Spec.ClusterIP; notAddress(ip) {
+		return "spec.clusterIP", fmt.Sprintf("invalid cluster IP %q: must be a valid IP address or None", ip)
+	}
+	for i, ip := range svc.Spec.ClusterIPs {
+		if notAddress(ip) {
+			return fmt.Sprintf("spec.clusterIPs[%d]", i), fmt.Sprintf("invalid cluster IP %q: must be a valid IP address or None", ip)
+		}
+	}
 	return "", ""
+}
+
+// notAddress is true for a Service cluster IP the API server rejects.
+func notAddress(ip string) bool {
+	if ip == "" || ip == corev1.ClusterIPNone {
+		return false
+	}
+	_, err := netip.ParseAddr(ip)
+	return err != nil
+}
+
+// fieldProblem is a field of an object and what is wrong with it.
+type fieldProblem struct{ field, msg string }
+
+// dropInvalidPodIPs clears the pod IPs of o (a Pod's status.podIP and status.podIPs) that are
+// no IP address and says which. The API server refuses such a status from the kubelet, so only
+// a file can hold one; the pod is still explained, as a pod whose address is not yet known.
+func dropInvalidPodIPs(o object) []fieldProblem {
+	pod, ok := o.(*corev1.Pod)
+	if !ok {
+		return nil
+	}
+	var out []fieldProblem
+	invalid := func(ip string) bool {
+		_, err := netip.ParseAddr(ip)
+		return ip != "" && err != nil
+	}
+	if ip := pod.Status.PodIP; invalid(ip) {
+		out = append(out, fieldProblem{"status.podIP", fmt.Sprintf("Pod IP %q is not a valid IP address", ip)})
+		pod.Status.PodIP = ""
+	}
+	kept := pod.Status.PodIPs[:0]
+	for i, p := range pod.Status.PodIPs {
+		if invalid(p.IP) {
+			out = append(out, fieldProblem{fmt.Sprintf("status.podIPs[%d].ip", i), fmt.Sprintf("Pod IP %q is not a valid IP address", p.IP)})
+			continue
+		}
+		kept = append(kept, p)
+	}
+	pod.Status.PodIPs = kept
+	return out
 }
 
 // kindHint is the "did you mean" of an unknown kind in one of the groups the engines read: a
