@@ -232,8 +232,15 @@ func newRootCmd(o *CommonOptions, clusterRun func(context.Context, *ClusterOptio
 			# The same, offline from manifests, as the Envoy JSON istiod would send
 			kubectl mesh-explain cluster reviews.bookinfo.svc.cluster.local:9080 -f manifests/ -R -o envoy
 
-			# The ztunnel Authorizations of an ambient pod
-			kubectl mesh-explain authz pod/productpage-v1-6b746f74dc-2r8hz -n bookinfo`),
+			# Who gets into a pod: ztunnel's Authorizations for an ambient pod, the inbound
+			# filter chains and RBAC for a sidecar
+			kubectl mesh-explain authz pod/productpage-v1-6b746f74dc-2r8hz -n bookinfo
+
+			# What a waypoint serves and the L7 authorization it enforces
+			kubectl mesh-explain authz waypoint/waypoint -n bookinfo
+
+			# Every silent failure in a directory of manifests, once per cause (a CI gate)
+			kubectl mesh-explain check -f manifests/ -R`),
 		Version:       buildVersion(),
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: displayName},
 		SilenceErrors: true,
