@@ -217,7 +217,9 @@ func newRootCmd(o *CommonOptions, clusterRun func(context.Context, *ClusterOptio
 
 			Findings about configuration that silently does not do what it seems to (a
 			DestinationRule hidden by exportTo, a subset no route uses) are printed as
-			diagnostics; they do not change the exit code.
+			diagnostics; they do not change the exit code of cluster and authz. check
+			reports them for a whole namespace, the mesh or a set of files, and fails on
+			them (--fail-on).
 
 			Exit codes: 0 explained, 1 not found or failed, 3 explained but incomplete (something
 			the answer needed could not be read; --allow-partial exits 0), 64 usage error, 65
