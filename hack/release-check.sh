@@ -3,7 +3,7 @@
 #
 #   1. goreleaser check (.goreleaser.yaml)
 #   2. a snapshot release of the host's platform only (one target), in a clean clone of HEAD
-#   3. .krew.yaml rendered as krew-release-bot renders it, with the snapshot archive's sha256
+#   3. plugin.yaml rendered as krew-release-bot renders it, with the snapshot archive's sha256
 #   4. krew's own validator (validate-krew-manifest) on the rendered manifest
 #   5. kubectl krew install --manifest ... --archive ... into a temporary KREW_ROOT
 #   6. kubectl mesh-explain version --client, through krew's shim
@@ -65,7 +65,7 @@ log "archive $name, sha256 $sha"
 # becomes the uri and sha256 of that archive. Only this platform's archive exists here, so
 # the manifest keeps only its platform entry.
 manifest="$work/mesh-explain.yaml"
-TAG="$tag" SHA="$sha" OS="$os" ARCH="$arch" python3 - "$ROOT/.krew.yaml" "$manifest" <<'PY'
+TAG="$tag" SHA="$sha" OS="$os" ARCH="$arch" python3 - "$ROOT/plugin.yaml" "$manifest" <<'PY'
 import os, re, sys
 src, dst = sys.argv[1], sys.argv[2]
 text = open(src).read().replace("{{ .TagName }}", os.environ["TAG"])
@@ -73,12 +73,12 @@ head, _, plats = text.partition("  platforms:\n")
 entries = re.split(r"(?m)^(?=  - selector:)", plats)
 keep = [e for e in entries if f"os: {os.environ['OS']}\n" in e and f"arch: {os.environ['ARCH']}\n" in e]
 if len(keep) != 1:
-    sys.exit(f"no single platform entry for {os.environ['OS']}/{os.environ['ARCH']} in .krew.yaml")
+    sys.exit(f"no single platform entry for {os.environ['OS']}/{os.environ['ARCH']} in plugin.yaml")
 def uri_sha(m):
     return f'{m.group(1)}uri: {m.group(2)}\n{m.group(1)}sha256: {os.environ["SHA"]}'
 entry = re.sub(r'(?m)^( *)\{\{addURIAndSha "([^"]+)" \S+ *\}\}', uri_sha, keep[0])
 if "{{" in entry or "{{" in head:
-    sys.exit("unrendered template left in .krew.yaml")
+    sys.exit("unrendered template left in plugin.yaml")
 open(dst, "w").write(head + "  platforms:\n" + entry)
 PY
 
