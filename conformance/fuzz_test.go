@@ -27,10 +27,10 @@ import (
 // without its namespace, a port where a label was). The same folder goes to the engines and to
 // Istio's code, and any difference fails. Skipped, as no cluster would hold them: scenarios
 // Istio's validation rejects, those the API server would refuse (an object that does not
-// decode, two of one name, a name that is no DNS name, a cluster IP, Service port or pod IP
-// out of range, a Gateway without class or listener: apiServerTakes), and those where the
-// plugin's loader skips an object (an unknown field, which kubectl's strict validation
-// refuses; Istio's decoder would drop it instead). Skipped too: a waypoint without an instance, a pod without
+// decode, two of one name, a name that is no DNS name, a cluster IP, Service port, pod IP or
+// container port out of range, a Gateway without class or listener: apiServerTakes), and those
+// where the plugin's loader skips an object (an unknown field, which kubectl's strict
+// validation refuses; Istio's decoder would drop it instead). Skipped too: a waypoint without an instance, a pod without
 // an IP and a sidecar pod without the injector's annotation (Istio's code needs a proxy to
 // connect as; the plugin answers what istiod would push to the waypoint, or says the pod has
 // no sidecar), a waypoint not yet deployed whose Service is missing (the plugin answers
@@ -179,7 +179,8 @@ func clusterScoped(s *gen.Scenario) {
 // a DNS label, no two share kind, namespace and name, a Service's cluster IPs are IPs or None
 // (Istio's ambient index dereferences the nil service it makes of any other, on a goroutine
 // of its own, which ends the process: ambient/services.go serviceServiceBuilder), each of
-// its ports has a number from 1 to 65535, a Pod's status.podIP is an IP, and a Gateway has
+// its ports has a number from 1 to 65535, a Pod's status.podIP is an IP and each of its
+// container ports a number from 1 to 65535, and a Gateway has
 // the spec.gatewayClassName and spec.listeners the Gateway API's CRD requires.
 func apiServerTakes(s *gen.Scenario) bool {
 	seen := map[string]bool{}
@@ -206,7 +207,7 @@ func apiServerTakes(s *gen.Scenario) bool {
 		if kind == "Service" && (!clusterIPsValid(d) || !servicePortsValid(d)) {
 			return false
 		}
-		if kind == "Pod" && !podIPValid(d) {
+		if kind == "Pod" && (!podIPValid(d) || !containerPortsValid(d)) {
 			return false
 		}
 		if kind == "Gateway" && !gatewaySpecValid(d) {
@@ -241,6 +242,28 @@ func podIPValid(d map[string]any) bool {
 	return false
 }
 
+// containerPortsValid reports whether every containerPort of a Pod document's containers and
+// init containers is a number from 1 to 65535, as the API server's validation requires (an
+// edit may set one to null, a port 0: Istio still counts the pod's service account for a
+// Service whose named targetPort resolves to it, where the plugin's loader skips the pod).
+func containerPortsValid(d map[string]any) bool {
+	spec, _ := d["spec"].(map[string]any)
+	for _, key := range []string{"initContainers", "containers"} {
+		containers, _ := spec[key].([]any)
+		for _, c := range containers {
+			cm, _ := c.(map[string]any)
+			ports, _ := cm["ports"].([]any)
+			for _, p := range ports {
+				pm, ok := p.(map[string]any)
+				if !ok || !portNumber(pm["containerPort"]) {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
 // servicePortsValid reports whether every entry of a Service document's spec.ports is an
 // object whose port is a number from 1 to 65535, as the API server's validation requires (an
 // edit may leave `- null` or a port of 0, which no cluster holds).
@@ -255,22 +278,27 @@ func servicePortsValid(d map[string]any) bool {
 		if !ok {
 			return false
 		}
-		var n float64
-		switch v := reflect.ValueOf(m["port"]); {
-		case v.CanInt():
-			n = float64(v.Int())
-		case v.CanUint():
-			n = float64(v.Uint())
-		case v.CanFloat():
-			n = v.Float()
-		default:
-			return false
-		}
-		if n < 1 || n > 65535 || n != float64(int(n)) {
+		if !portNumber(m["port"]) {
 			return false
 		}
 	}
 	return true
+}
+
+// portNumber reports whether v, a decoded YAML value, is a whole number from 1 to 65535.
+func portNumber(v any) bool {
+	var n float64
+	switch r := reflect.ValueOf(v); {
+	case r.CanInt():
+		n = float64(r.Int())
+	case r.CanUint():
+		n = float64(r.Uint())
+	case r.CanFloat():
+		n = r.Float()
+	default:
+		return false
+	}
+	return n >= 1 && n <= 65535 && n == float64(int(n))
 }
 
 // clusterIPsValid reports whether a Service document's spec.clusterIP and spec.clusterIPs are

@@ -143,6 +143,18 @@ func TestDecodeProblems(t *testing.T) {
 			}},
 		},
 		{
+			name: "a container port the API server rejects: the Pod is skipped",
+			in: "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ns1}\nspec:\n  containers:\n  - name: app\n    ports:\n    - {name: http, containerPort: 8080}\n    - {name: tp0, containerPort: null}\n---\n" +
+				"apiVersion: v1\nkind: Pod\nmetadata: {name: q, namespace: ns1}\nspec:\n  initContainers:\n  - name: proxy\n    ports:\n    - {containerPort: 70000}\n",
+			want: []issue{{
+				Severity: "error", Resource: "Pod ns1/p", Position: "<stdin>:9:19", Field: "spec.containers[0].ports[1].containerPort",
+				Message: "invalid container port 0: must be between 1 and 65535, inclusive; the API server rejects it, and the object is skipped",
+			}, {
+				Severity: "error", Resource: "Pod ns1/q", Position: "<stdin>:18:8", Field: "spec.initContainers[0].ports[0].containerPort",
+				Message: "invalid container port 70000: must be between 1 and 65535, inclusive; the API server rejects it, and the object is skipped",
+			}},
+		},
+		{
 			name: "a pod IP that is no address: the pod is kept without it",
 			in:   "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ns1}\nstatus:\n  podIP: not-an-ip\n  podIPs:\n  - ip: not-an-ip\n  - ip: fd00::7\n",
 			want: []issue{{

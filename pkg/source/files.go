@@ -788,7 +788,7 @@ func (l *loader) loadDocument(d document, js []byte, inherit *header) {
 		l.fieldIssues(d, ref, problems)
 		return
 	}
-	if field, msg := invalidService(o); msg != "" {
+	if field, msg := rejectedSpec(o); msg != "" {
 		l.issue(model.LoadIssue{
 			Severity: "error", Resource: &ref, Position: d.at(field), Field: field,
 			Message: msg + "; the API server rejects it, and the object is skipped",
@@ -834,28 +834,41 @@ func invalidName(ki *kindInfo, name, ns string) (field, msg string) {
 	return "", ""
 }
 
-// invalidService checks a Service's port numbers and cluster IPs as the API server does (ports
-// 1 to 65535, a `- null` entry being a port 0; each cluster IP an IP address or None, empty
-// meaning one is to be allocated) and returns the first field at fault and kubectl's words for
-// it, or "" when all are valid, or o is no Service. istiod never sees such a Service: the
-// engines would build clusters and inbound chains for port 0, and Istio's ambient index fails
-// on a cluster IP it cannot parse.
-func invalidService(o object) (field, msg string) {
-	svc, ok := o.(*corev1.Service)
-	if !ok {
-		return "", ""
-	}
-	for i, p := range svc.Spec.Ports {
-		if errs := validation.IsValidPortNum(int(p.Port)); len(errs) > 0 {
-			return fmt.Sprintf("spec.ports[%d].port", i), fmt.Sprintf("invalid port %d: %s", p.Port, strings.Join(errs, "; "))
+// rejectedSpec checks what the API server validates of the spec fields the engines read, and
+// returns the first field at fault and kubectl's words for it, or "" when o passes: a
+// Service's port numbers (1 to 65535, a `- null` entry being a port 0) and cluster IPs (each
+// an IP address or None; empty means one is to be allocated), a Pod's container ports (1 to
+// 65535). istiod never sees such an object: the engines would build clusters and inbound
+// chains for port 0, resolve a named targetPort to port 0, and Istio's ambient index fails on
+// a cluster IP it cannot parse.
+func rejectedSpec(o object) (field, msg string) {
+	switch o := o.(type) {
+	case *corev1.Service:
+		for i, p := range o.Spec.Ports {
+			if errs := validation.IsValidPortNum(int(p.Port)); len(errs) > 0 {
+				return fmt.Sprintf("spec.ports[%d].port", i), fmt.Sprintf("invalid port %d: %s", p.Port, strings.Join(errs, "; "))
+			}
 		}
-	}
-	if ip := svc.Spec.ClusterIP; notAddress(ip) {
-		return "spec.clusterIP", fmt.Sprintf("invalid cluster IP %q: must be a valid IP address or None", ip)
-	}
-	for i, ip := range svc.Spec.ClusterIPs {
-		if notAddress(ip) {
-			return fmt.Sprintf("spec.clusterIPs[%d]", i), fmt.Sprintf("invalid cluster IP %q: must be a valid IP address or None", ip)
+		if ip := o.Spec.ClusterIP; notAddress(ip) {
+			return "spec.clusterIP", fmt.Sprintf("invalid cluster IP %q: must be a valid IP address or None", ip)
+		}
+		for i, ip := range o.Spec.ClusterIPs {
+			if notAddress(ip) {
+				return fmt.Sprintf("spec.clusterIPs[%d]", i), fmt.Sprintf("invalid cluster IP %q: must be a valid IP address or None", ip)
+			}
+		}
+	case *corev1.Pod:
+		for _, cs := range []struct {
+			field string
+			list  []corev1.Container
+		}{{"spec.initContainers", o.Spec.InitContainers}, {"spec.containers", o.Spec.Containers}} {
+			for i, c := range cs.list {
+				for j, p := range c.Ports {
+					if errs := validation.IsValidPortNum(int(p.ContainerPort)); len(errs) > 0 {
+						return fmt.Sprintf("%s[%d].ports[%d].containerPort", cs.field, i, j), fmt.Sprintf("invalid container port %d: %s", p.ContainerPort, strings.Join(errs, "; "))
+					}
+				}
+			}
 		}
 	}
 	return "", ""
