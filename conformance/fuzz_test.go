@@ -28,9 +28,10 @@ import (
 // Istio's code, and any difference fails. Skipped, as no cluster would hold them: scenarios
 // Istio's validation rejects, those the API server would refuse (an object that does not
 // decode, two of one name, a name that is no DNS name, a cluster IP, Service port, pod IP or
-// container port out of range, a Gateway without class or listener: apiServerTakes), and those
-// where the plugin's loader skips an object (an unknown field, which kubectl's strict
-// validation refuses; Istio's decoder would drop it instead). Skipped too: a waypoint without an instance, a pod without
+// container port out of range or misnamed, a Gateway without class or listener:
+// apiServerTakes), and those where the plugin's loader skips an object (an unknown field,
+// which kubectl's strict validation refuses; Istio's decoder would drop it instead). Skipped
+// too: a waypoint without an instance, a pod without
 // an IP and a sidecar pod without the injector's annotation (Istio's code needs a proxy to
 // connect as; the plugin answers what istiod would push to the waypoint, or says the pod has
 // no sidecar), a waypoint not yet deployed whose Service is missing (the plugin answers
@@ -179,8 +180,9 @@ func clusterScoped(s *gen.Scenario) {
 // a DNS label, no two share kind, namespace and name, a Service's cluster IPs are IPs or None
 // (Istio's ambient index dereferences the nil service it makes of any other, on a goroutine
 // of its own, which ends the process: ambient/services.go serviceServiceBuilder), each of
-// its ports has a number from 1 to 65535, a Pod's status.podIP is an IP and each of its
-// container ports a number from 1 to 65535, and a Gateway has
+// its ports has a number from 1 to 65535 and a DNS label or no name, a Pod's status.podIP is
+// an IP and each of its container ports a number from 1 to 65535 and an IANA service name or
+// no name, and a Gateway has
 // the spec.gatewayClassName and spec.listeners the Gateway API's CRD requires.
 func apiServerTakes(s *gen.Scenario) bool {
 	seen := map[string]bool{}
@@ -242,10 +244,12 @@ func podIPValid(d map[string]any) bool {
 	return false
 }
 
-// containerPortsValid reports whether every containerPort of a Pod document's containers and
-// init containers is a number from 1 to 65535, as the API server's validation requires (an
-// edit may set one to null, a port 0: Istio still counts the pod's service account for a
-// Service whose named targetPort resolves to it, where the plugin's loader skips the pod).
+// containerPortsValid reports whether every port of a Pod document's containers and init
+// containers has a containerPort from 1 to 65535 and a name that is empty or an IANA service
+// name, as the API server's validation requires. An edit may set a containerPort to null (a
+// port 0: Istio still counts the pod's service account for a Service whose named targetPort
+// resolves to it), or a name to any string (Istio's code then answers for the pod's proxy as
+// if it had no PeerAuthentication of its own); the plugin's loader skips such a pod.
 func containerPortsValid(d map[string]any) bool {
 	spec, _ := d["spec"].(map[string]any)
 	for _, key := range []string{"initContainers", "containers"} {
@@ -255,7 +259,7 @@ func containerPortsValid(d map[string]any) bool {
 			ports, _ := cm["ports"].([]any)
 			for _, p := range ports {
 				pm, ok := p.(map[string]any)
-				if !ok || !portNumber(pm["containerPort"]) {
+				if !ok || !portNumber(pm["containerPort"]) || !portName(pm["name"], validation.IsValidPortName) {
 					return false
 				}
 			}
@@ -265,8 +269,9 @@ func containerPortsValid(d map[string]any) bool {
 }
 
 // servicePortsValid reports whether every entry of a Service document's spec.ports is an
-// object whose port is a number from 1 to 65535, as the API server's validation requires (an
-// edit may leave `- null` or a port of 0, which no cluster holds).
+// object whose port is a number from 1 to 65535 and whose name is empty or a DNS label, as
+// the API server's validation requires (an edit may leave `- null` or a port of 0, which no
+// cluster holds).
 func servicePortsValid(d map[string]any) bool {
 	spec, _ := d["spec"].(map[string]any)
 	ports, ok := spec["ports"].([]any)
@@ -278,11 +283,21 @@ func servicePortsValid(d map[string]any) bool {
 		if !ok {
 			return false
 		}
-		if !portNumber(m["port"]) {
+		if !portNumber(m["port"]) || !portName(m["name"], validation.IsDNS1123Label) {
 			return false
 		}
 	}
 	return true
+}
+
+// portName reports whether v, a decoded YAML value, is absent, empty or a string valid says
+// nothing against.
+func portName(v any, valid func(string) []string) bool {
+	if v == nil {
+		return true
+	}
+	s, ok := v.(string)
+	return ok && (s == "" || len(valid(s)) == 0)
 }
 
 // portNumber reports whether v, a decoded YAML value, is a whole number from 1 to 65535.
@@ -339,4 +354,19 @@ func noAnswer(out []byte) bool {
 		return true
 	}
 	return false
+}
+
+// TestGeneratedScenariosTheAPIServerTakes requires every unedited generated scenario to pass
+// apiServerTakes, so that the fuzz target skips only what its edits break.
+func TestGeneratedScenariosTheAPIServerTakes(t *testing.T) {
+	for _, kind := range gen.Kinds {
+		for seed := uint64(1); seed <= 200; seed++ {
+			s := gen.Generate(kind, seed)
+			clusterScoped(s)
+			if !apiServerTakes(s) {
+				y, _ := s.YAML()
+				t.Fatalf("%s seed %d: the generated scenario fails apiServerTakes:\n%s", kind, seed, y)
+			}
+		}
+	}
 }

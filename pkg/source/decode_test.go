@@ -155,6 +155,18 @@ func TestDecodeProblems(t *testing.T) {
 			}},
 		},
 		{
+			name: "a port name the API server rejects: the Service or Pod is skipped",
+			in: "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: ns1}\nspec:\n  ports:\n  - {name: HTTP_web, port: 80}\n---\n" +
+				"apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ns1}\nspec:\n  containers:\n  - name: app\n    ports:\n    - {name: a-port-name-too-long, containerPort: 8080}\n",
+			want: []issue{{
+				Severity: "error", Resource: "Service ns1/s", Position: "<stdin>:6:6", Field: "spec.ports[0].name",
+				Message: `invalid port name "HTTP_web": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?'); the API server rejects it, and the object is skipped`,
+			}, {
+				Severity: "error", Resource: "Pod ns1/p", Position: "<stdin>:15:8", Field: "spec.containers[0].ports[0].name",
+				Message: `invalid port name "a-port-name-too-long": must be no more than 15 characters; the API server rejects it, and the object is skipped`,
+			}},
+		},
+		{
 			name: "a pod IP that is no address: the pod is kept without it",
 			in:   "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ns1}\nstatus:\n  podIP: not-an-ip\n  podIPs:\n  - ip: not-an-ip\n  - ip: fd00::7\n",
 			want: []issue{{

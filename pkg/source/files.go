@@ -836,17 +836,20 @@ func invalidName(ki *kindInfo, name, ns string) (field, msg string) {
 
 // rejectedSpec checks what the API server validates of the spec fields the engines read, and
 // returns the first field at fault and kubectl's words for it, or "" when o passes: a
-// Service's port numbers (1 to 65535, a `- null` entry being a port 0) and cluster IPs (each
-// an IP address or None; empty means one is to be allocated), a Pod's container ports (1 to
-// 65535). istiod never sees such an object: the engines would build clusters and inbound
-// chains for port 0, resolve a named targetPort to port 0, and Istio's ambient index fails on
-// a cluster IP it cannot parse.
+// Service's ports (numbers 1 to 65535, a `- null` entry being a port 0; names DNS labels) and
+// cluster IPs (each an IP address or None; empty means one is to be allocated), a Pod's
+// container ports (numbers 1 to 65535, names IANA service names). istiod never sees such an
+// object: the engines would build clusters and inbound chains for port 0, resolve a named
+// targetPort to port 0, and Istio's ambient index fails on a cluster IP it cannot parse.
 func rejectedSpec(o object) (field, msg string) {
 	switch o := o.(type) {
 	case *corev1.Service:
 		for i, p := range o.Spec.Ports {
 			if errs := validation.IsValidPortNum(int(p.Port)); len(errs) > 0 {
 				return fmt.Sprintf("spec.ports[%d].port", i), fmt.Sprintf("invalid port %d: %s", p.Port, strings.Join(errs, "; "))
+			}
+			if errs := validation.IsDNS1123Label(p.Name); p.Name != "" && len(errs) > 0 {
+				return fmt.Sprintf("spec.ports[%d].name", i), fmt.Sprintf("invalid port name %q: %s", p.Name, strings.Join(errs, "; "))
 			}
 		}
 		if ip := o.Spec.ClusterIP; notAddress(ip) {
@@ -866,6 +869,9 @@ func rejectedSpec(o object) (field, msg string) {
 				for j, p := range c.Ports {
 					if errs := validation.IsValidPortNum(int(p.ContainerPort)); len(errs) > 0 {
 						return fmt.Sprintf("%s[%d].ports[%d].containerPort", cs.field, i, j), fmt.Sprintf("invalid container port %d: %s", p.ContainerPort, strings.Join(errs, "; "))
+					}
+					if errs := validation.IsValidPortName(p.Name); p.Name != "" && len(errs) > 0 {
+						return fmt.Sprintf("%s[%d].ports[%d].name", cs.field, i, j), fmt.Sprintf("invalid port name %q: %s", p.Name, strings.Join(errs, "; "))
 					}
 				}
 			}
