@@ -268,15 +268,20 @@ func containerPortsValid(d map[string]any) bool {
 	return true
 }
 
-// servicePortsValid reports whether every entry of a Service document's spec.ports is an
-// object whose port is a number from 1 to 65535 and whose name is empty or a DNS label, as
-// the API server's validation requires (an edit may leave `- null` or a port of 0, which no
-// cluster holds).
+// servicePortsValid reports whether a Service document has ports, unless it is headless or
+// of type ExternalName, and every entry of its spec.ports is an object whose port is a number
+// from 1 to 65535 and whose name is empty or a DNS label, as the API server's validation
+// requires (an edit may leave `- null`, a port of 0 or no ports, which no cluster holds).
 func servicePortsValid(d map[string]any) bool {
 	spec, _ := d["spec"].(map[string]any)
 	ports, ok := spec["ports"].([]any)
-	if !ok {
-		return spec["ports"] == nil
+	if !ok && spec["ports"] != nil {
+		return false
+	}
+	if len(ports) == 0 {
+		// Only a headless or ExternalName Service may have none (a waypoint's Service left
+		// without its HBONE port binds nothing in Istio's code).
+		return spec["clusterIP"] == corev1.ClusterIPNone || spec["type"] == string(corev1.ServiceTypeExternalName)
 	}
 	for _, p := range ports {
 		m, ok := p.(map[string]any)
