@@ -255,20 +255,14 @@ func namesLabels(l map[string]string) func(explain.Diagnostic) bool {
 	}
 }
 
-// relabel is the answer diags of a proxy with labels from as a proxy with labels to gets it,
-// when both are members of one class (the same namespace, and the same values of every label a
+// relabeler rewrites the answer of a proxy with one set of labels as a proxy with another
+// gets it, its phrases spelled once, when both are members of one class (the same namespace, and the same values of every label a
 // workloadSelector there reads): the index reads of a proxy only its namespace and labels, and
 // the labels only to match those workloadSelectors, which decide alike for both, and to print
 // them in two messages, diag.SelectorRuleShadowsFallback (`this proxy (labels l) is not one of
 // them`) and diag.SelectorRuleIgnored (`which does not match this proxy's labels (l)`); the
 // build diagnostics read nothing of the proxy (envoycluster.SharedBuilds). So only those two
 // messages change. TestRunEqualsUnionOnBenchMesh compares with every member's own answer.
-func relabel(diags []explain.Diagnostic, from, to map[string]string) []explain.Diagnostic {
-	out, _ := newRelabeler(from, to).apply(diags)
-	return out
-}
-
-// relabeler is relabel from one set of labels to another, its phrases spelled once.
 type relabeler struct{ phrases [2][2]string }
 
 func newRelabeler(from, to map[string]string) relabeler {

@@ -161,7 +161,7 @@ func TestRelabelTouchesOnlyTheProxysLabels(t *testing.T) {
 		"DestinationRule ns/s selects workloads with app=a,version=v1, which does not match this proxy's labels (app=a,version=v2); it selects no workload in namespace ns",
 		`subset "v1" of h (labels app=a,version=v1) selects no endpoint`,
 	}
-	got := relabel(in, from, to)
+	got, _ := newRelabeler(from, to).apply(in)
 	for i := range want {
 		if got[i].Message != want[i] {
 			t.Errorf("%s:\n got %s\nwant %s", in[i].ID, got[i].Message, want[i])

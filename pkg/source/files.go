@@ -882,11 +882,13 @@ func rejectedSpec(o object) (field, msg string) {
 
 // notAddress is true for a Service cluster IP the API server rejects.
 func notAddress(ip string) bool {
-	if ip == "" || ip == corev1.ClusterIPNone {
-		return false
-	}
+	return ip != corev1.ClusterIPNone && notIP(ip)
+}
+
+// notIP is true for a set IP field that holds no IP address.
+func notIP(ip string) bool {
 	_, err := netip.ParseAddr(ip)
-	return err != nil
+	return ip != "" && err != nil
 }
 
 // fieldProblem is a field of an object and what is wrong with it.
@@ -901,17 +903,13 @@ func dropInvalidPodIPs(o object) []fieldProblem {
 		return nil
 	}
 	var out []fieldProblem
-	invalid := func(ip string) bool {
-		_, err := netip.ParseAddr(ip)
-		return ip != "" && err != nil
-	}
-	if ip := pod.Status.PodIP; invalid(ip) {
+	if ip := pod.Status.PodIP; notIP(ip) {
 		out = append(out, fieldProblem{"status.podIP", fmt.Sprintf("Pod IP %q is not a valid IP address", ip)})
 		pod.Status.PodIP = ""
 	}
 	kept := pod.Status.PodIPs[:0]
 	for i, p := range pod.Status.PodIPs {
-		if invalid(p.IP) {
+		if notIP(p.IP) {
 			out = append(out, fieldProblem{fmt.Sprintf("status.podIPs[%d].ip", i), fmt.Sprintf("Pod IP %q is not a valid IP address", p.IP)})
 			continue
 		}

@@ -353,9 +353,6 @@ func (w *workload) notAppliedSections() []explain.Section {
 	main := explain.Section{Title: "Not applied", Columns: []string{"POLICY", "WHY"}}
 	wide := explain.Section{Title: "Not selecting this workload", Columns: []string{"POLICY", "WHY"}, Wide: true}
 	for _, ap := range w.aps {
-		if ap.obj.Namespace != w.pool.root && ap.obj.Namespace != w.pod.Namespace {
-			continue
-		}
 		ref := ap.ref().String()
 		c := ap.conv
 		switch {

@@ -285,7 +285,7 @@ func (w *workload) waypointPolicySection() *explain.Section {
 	svcs := w.selecting
 	for _, ap := range w.aps {
 		refs := ap.conv.targetRefs
-		if len(refs) == 0 || (ap.obj.Namespace != w.pod.Namespace && ap.obj.Namespace != w.pool.root) {
+		if len(refs) == 0 {
 			continue
 		}
 		var targets, notes []string
