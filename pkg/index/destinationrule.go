@@ -406,15 +406,7 @@ func (ix *Index) lookup(clientNs, svcNs, host string) ([]*drEntry, int) {
 	} else if _, l, ok := ix.drIx.rootLocal.match(host); ok {
 		return l, 1
 	}
-	if svcNs != "" {
-		if out := ix.exportedFrom(svcNs, host, clientNs); len(out) > 0 {
-			return out, 2
-		}
-	}
-	if out := ix.exportedFrom(ix.root, host, clientNs); len(out) > 0 {
-		return out, 3
-	}
-	return nil, 0
+	return ix.lookupAfterClient(clientNs, svcNs, host)
 }
 
 // exportedFrom is getExportedDestinationRuleFromNamespace: the most specific host of the

@@ -168,6 +168,26 @@ type Snapshot struct {
 	Absent map[string]string
 }
 
+// MeshConfigOrigin is the origin of a MeshConfig field (`connectTimeout`, `tcpKeepalive.time`)
+// in the mesh config the user wrote, and whether the user set its top-level field; when not,
+// the origin names no resource, as the value is istiod's default. A nil snapshot set nothing.
+func (s *Snapshot) MeshConfigOrigin(field, note string) (o provenance.Origin, userSet bool) {
+	o = provenance.Origin{Layer: provenance.LayerMeshConfig, Field: field, Note: note}
+	top := field
+	if i := strings.IndexAny(top, ".["); i >= 0 {
+		top = top[:i]
+	}
+	if s == nil || !s.MeshConfigUserFields[top] {
+		return o, false
+	}
+	if s.MeshConfigSource != nil {
+		r := *s.MeshConfigSource
+		o.Resource = &r
+	}
+	o.Position = s.MeshConfigPosition
+	return o, true
+}
+
 // RootNamespace is MeshConfig rootNamespace, defaulting to istio-system.
 func (s *Snapshot) RootNamespace() string {
 	if s.MeshConfig != nil && s.MeshConfig.GetRootNamespace() != "" {

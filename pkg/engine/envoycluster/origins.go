@@ -198,21 +198,10 @@ func (b *builder) meshPosition() *provenance.Position {
 // meshOrigin is the origin of a MeshConfig field (`connectTimeout`, `tcpKeepalive.time`). A field
 // the user did not set is istiod's mesh default.
 func (b *builder) meshOrigin(field string) provenance.Origin {
-	o := provenance.Origin{Layer: provenance.LayerMeshConfig, Field: field}
-	top := field
-	if i := strings.IndexAny(top, ".["); i >= 0 {
-		top = top[:i]
+	o, set := b.in.Snapshot.MeshConfigOrigin(field, "")
+	if !set {
+		o.Note = "istiod mesh default (pkg/config/mesh DefaultMeshConfig)"
 	}
-	snap := b.in.Snapshot
-	if snap != nil && snap.MeshConfigUserFields[top] {
-		if snap.MeshConfigSource != nil {
-			r := *snap.MeshConfigSource
-			o.Resource = &r
-		}
-		o.Position = snap.MeshConfigPosition
-		return o
-	}
-	o.Note = "istiod mesh default (pkg/config/mesh DefaultMeshConfig)"
 	return o
 }
 

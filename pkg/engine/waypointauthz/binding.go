@@ -142,6 +142,18 @@ func useWaypoint(l map[string]string, ns string) (wns, wname string, isNone, ok 
 	return wns, v, false, true
 }
 
+// objectWaypoint is useWaypoint on an object's labels, then, when they name none, on its
+// namespace's: the waypoint an object of namespace ns uses, or none.
+func objectWaypoint(snap *model.Snapshot, l map[string]string, ns string) (wns, wname string, isNone, ok bool) {
+	wns, wname, isNone, ok = useWaypoint(l, ns)
+	if !ok {
+		if n := snap.Namespace(ns); n != nil {
+			return useWaypoint(n.Labels, ns)
+		}
+	}
+	return wns, wname, isNone, ok
+}
+
 // bindTarget is fetchWaypointForTarget for this waypoint, then the traffic-type check of a
 // service (forService) or a workload. It returns nil when the object does not name this
 // waypoint at all.

@@ -372,19 +372,10 @@ func (e *explanation) attaches(ap *securityv1.AuthorizationPolicy, svc *service)
 	return -1, false
 }
 
+// meshOrigin is the origin of a MeshConfig field; one the user did not set is an Istio default.
 func (e *explanation) meshOrigin(field, note string) provenance.Origin {
-	o := provenance.Origin{Layer: provenance.LayerMeshConfig, Field: field, Note: note}
-	top := field
-	if i := strings.IndexAny(top, ".["); i >= 0 {
-		top = top[:i]
-	}
-	if e.snap.MeshConfigUserFields[top] {
-		if e.snap.MeshConfigSource != nil {
-			r := *e.snap.MeshConfigSource
-			o.Resource = &r
-		}
-		o.Position = e.snap.MeshConfigPosition
-	} else {
+	o, set := e.snap.MeshConfigOrigin(field, note)
+	if !set {
 		o.Layer = provenance.LayerIstioDefault
 	}
 	return o

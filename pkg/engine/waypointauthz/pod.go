@@ -25,12 +25,7 @@ func PodSection(snap *model.Snapshot, pod *corev1.Pod) *explain.Section {
 		if svc.Namespace != pod.Namespace || len(svc.Spec.Selector) == 0 || !labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(pod.Labels)) {
 			continue
 		}
-		wns, wname, isNone, ok := useWaypoint(svc.Labels, svc.Namespace)
-		if !ok {
-			if ns := snap.Namespace(svc.Namespace); ns != nil {
-				wns, wname, isNone, ok = useWaypoint(ns.Labels, svc.Namespace)
-			}
-		}
+		wns, wname, isNone, ok := objectWaypoint(snap, svc.Labels, svc.Namespace)
 		if !ok || isNone {
 			continue
 		}

@@ -120,12 +120,7 @@ func (ws *Waypoints) For(pod *corev1.Pod, selecting []*corev1.Service) []PodWayp
 		return p
 	}
 	var out []PodWaypoint
-	wns, wname, isNone, ok := useWaypoint(pod.Labels, pod.Namespace)
-	if !ok {
-		if ns := snap.Namespace(pod.Namespace); ns != nil {
-			wns, wname, isNone, ok = useWaypoint(ns.Labels, pod.Namespace)
-		}
-	}
+	wns, wname, isNone, ok := objectWaypoint(snap, pod.Labels, pod.Namespace)
 	if ok && !isNone {
 		if p := bind(wns, wname, kindPod, nil); p != nil {
 			out = append(out, *p)
@@ -135,12 +130,7 @@ func (ws *Waypoints) For(pod *corev1.Pod, selecting []*corev1.Service) []PodWayp
 		if m := svc.Labels[labelManaged]; m == managedMesh || m == managedEastWest {
 			continue
 		}
-		wns, wname, isNone, ok := useWaypoint(svc.Labels, svc.Namespace)
-		if !ok {
-			if ns := snap.Namespace(svc.Namespace); ns != nil {
-				wns, wname, isNone, ok = useWaypoint(ns.Labels, svc.Namespace)
-			}
-		}
+		wns, wname, isNone, ok := objectWaypoint(snap, svc.Labels, svc.Namespace)
 		if !ok || isNone {
 			continue
 		}
