@@ -177,10 +177,42 @@ func (st *clusterState) applyTLS(userTLS *networking.ClientTLSSettings, pp *netw
 	case ctx != nil:
 		c.TransportSocket = &b.tlsSocket(ctx).sock
 		st.traceTLSContext(ppPrefix("transportSocket"), ctx, ts)
+	case pp == nil:
+		// No socket at all: the cluster connects in plaintext. Recorded so the table says why.
+		st.notSent("transportSocket", "plaintext", st.plaintextOrigin(ts, ok))
 	}
 	if pp != nil {
 		st.applyProxyProtocol(pp)
 	}
+}
+
+// plaintextOrigin is why a cluster gets no transport socket (ts and ok as applyTLS has them):
+// a DestinationRule tls block that sends none, or, without one, why auto-mTLS did not apply.
+func (st *clusterState) plaintextOrigin(ts *tlsSettings, ok bool) provenance.Origin {
+	b := st.b
+	if ts != nil {
+		switch {
+		case !ok:
+			return withNote(ts.mode, "istiod cannot build this TLS context and sends the cluster without one")
+		case ts.tls.GetMode() == networking.ClientTLSSettings_DISABLE:
+			return withNote(ts.mode, "tls.mode DISABLE")
+		}
+		return withNote(st.blockOrigin(bTLS, "tls.credentialName"), "ignored on a sidecar without a workloadSelector: no TLS")
+	}
+	switch {
+	case b.in.Service.MeshExternal:
+		return b.registryOrigin("spec.location", "MESH_EXTERNAL and no DestinationRule tls: no auto-mTLS")
+	case !b.mesh.GetEnableAutoMtls().GetValue():
+		return withNote(b.meshOrigin("enableAutoMtls"), "auto-mTLS is off and no DestinationRule sets tls")
+	}
+	mode, why := st.serviceMTLSMode()
+	o := why
+	o.Layer = provenance.LayerAutoMTLS
+	o.Note = fmt.Sprintf("auto-mTLS: the service's mTLS mode is %s", mode)
+	if why.Note != "" {
+		o.Note += " (" + why.Note + ")"
+	}
+	return o
 }
 
 // tlsContext mirrors cluster_tls.go buildUpstreamClusterTLSContext. ok is false when istiod logs

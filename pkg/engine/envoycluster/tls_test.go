@@ -58,6 +58,8 @@ func TestUserTLSContexts(t *testing.T) {
 		selector bool
 		want     func(c *clusterv3.Cluster)
 		diags    []string
+		// plainField is the DestinationRule field a cluster sent without TLS traces its plaintext to.
+		plainField string
 	}{
 		{name: "ISTIO_MUTUAL keeps the DestinationRule's SAN and SNI",
 			tls:  &networking.ClientTLSSettings{Mode: networking.ClientTLSSettings_ISTIO_MUTUAL, SubjectAltNames: []string{"spiffe://foo/ns/default/sa/default"}, Sni: "custom.foo.com"},
@@ -110,18 +112,18 @@ func TestUserTLSContexts(t *testing.T) {
 			}, diags: []string{"D19"}},
 		{name: "MUTUAL without client certificate sends no TLS but still sets auto SNI",
 			tls:  &networking.ClientTLSSettings{Mode: networking.ClientTLSSettings_MUTUAL},
-			port: httpPort,
+			port: httpPort, plainField: "spec.trafficPolicy.tls.mode",
 			want: func(c *clusterv3.Cluster) {
 				withALPNOverride(c)
 				setHPO(c, &httpv3.HttpProtocolOptions{UpstreamHttpProtocolOptions: autoSNI(true), UpstreamProtocolOptions: explicitHTTP1()})
 			}, diags: []string{"D19", "D19"}},
 		{name: "DISABLE sends no TLS even with auto-mTLS",
 			tls:  &networking.ClientTLSSettings{Mode: networking.ClientTLSSettings_DISABLE},
-			port: httpPort,
+			port: httpPort, plainField: "spec.trafficPolicy.tls.mode",
 			want: func(c *clusterv3.Cluster) {}},
 		{name: "credentialName on a sidecar without workloadSelector is ignored: plaintext with alpn_override",
-			tls:   &networking.ClientTLSSettings{Mode: networking.ClientTLSSettings_SIMPLE, CredentialName: "my-cred"},
-			port:  httpPort,
+			tls:  &networking.ClientTLSSettings{Mode: networking.ClientTLSSettings_SIMPLE, CredentialName: "my-cred"},
+			port: httpPort, plainField: "spec.trafficPolicy.tls.credentialName",
 			want:  func(c *clusterv3.Cluster) { withALPNOverride(c) },
 			diags: []string{"D20", "D19"}},
 		{name: "credentialName with a workloadSelector fetches the secret over ADS",
@@ -155,6 +157,8 @@ func TestUserTLSContexts(t *testing.T) {
 			}
 			if b.Cluster.TransportSocket != nil {
 				requireOrigin(t, b, "transportSocket.name", provenance.LayerDestinationRule, "spec.trafficPolicy.tls.mode")
+			} else {
+				requirePlaintext(t, b, provenance.LayerDestinationRule, tc.plainField)
 			}
 		})
 	}
@@ -240,8 +244,9 @@ func TestSubsetPortLevelEntryWithoutTLSDropsMutual(t *testing.T) {
 	want.CircuitBreakers.Thresholds[0].MaxConnections = wrapperspb.UInt32(7)
 	requireCluster(t, want, b.Cluster)
 	tr := trace(t, b, "transportSocket")
-	if len(tr.Shadowed) != 1 || tr.Shadowed[0].Value != "tls MUTUAL" || tr.Origin.Layer != provenance.LayerNone {
-		t.Errorf("the dropped MUTUAL should be a shadow on an empty transportSocket: %+v", tr)
+	if len(tr.Shadowed) != 1 || tr.Shadowed[0].Value != "tls MUTUAL" || !tr.NotSent || tr.Value != "plaintext" ||
+		tr.Origin.Layer != provenance.LayerMeshConfig || tr.Origin.Field != "enableAutoMtls" {
+		t.Errorf("the dropped MUTUAL should be a shadow on a plaintext transportSocket that auto-mTLS, off, leaves out: %+v", tr)
 	}
 
 	for _, tc := range []struct {
@@ -290,14 +295,18 @@ func TestAutoMTLSInference(t *testing.T) {
 		mode  index.MTLSMode
 		plain bool
 		match bool
+		// noTLS is the layer and field of the plaintext transportSocket's origin, when none is sent.
+		noTLS      provenance.Layer
+		noTLSField string
 	}{
 		{name: "PERMISSIVE namespace gets transport socket matches", mode: index.MTLSPermissive, match: true},
 		{name: "STRICT namespace gets transport socket matches", mode: index.MTLSStrict, match: true},
-		{name: "DISABLE namespace gets no TLS", mode: index.MTLSDisable},
-		{name: "MESH_EXTERNAL hosts get no auto-mTLS", mode: index.MTLSStrict, svc: func(s *index.Service) { s.MeshExternal = true }},
+		{name: "DISABLE namespace gets no TLS", mode: index.MTLSDisable, noTLS: provenance.LayerAutoMTLS, noTLSField: "spec.mtls.mode"},
+		{name: "MESH_EXTERNAL hosts get no auto-mTLS", mode: index.MTLSStrict, svc: func(s *index.Service) { s.MeshExternal = true },
+			noTLS: provenance.LayerRegistry, noTLSField: "spec.location"},
 		{name: "headless service with sidecars gets a plain socket", mode: index.MTLSPermissive, plain: true,
 			svc: func(s *index.Service) { s.Resolution = index.Passthrough }},
-		{name: "headless service with a plaintext endpoint gets no TLS", mode: index.MTLSStrict,
+		{name: "headless service with a plaintext endpoint gets no TLS", mode: index.MTLSStrict, noTLS: provenance.LayerAutoMTLS,
 			svc: func(s *index.Service) {
 				s.Resolution = index.Passthrough
 				s.Endpoints[8080] = append(s.Endpoints[8080], index.Endpoint{Address: "10.0.0.9", Port: 8080, TLSMode: "disabled"})
@@ -330,6 +339,7 @@ func TestAutoMTLSInference(t *testing.T) {
 				if b.Cluster.TransportSocket != nil || len(b.Cluster.TransportSocketMatches) != 0 {
 					t.Errorf("want no TLS, got %v / %v", b.Cluster.TransportSocket, b.Cluster.TransportSocketMatches)
 				}
+				requirePlaintext(t, b, tc.noTLS, tc.noTLSField)
 			}
 		})
 	}
@@ -386,5 +396,15 @@ func TestTLSAnyEqualsMarshal(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// requirePlaintext requires the cluster's transportSocket to be recorded as left out (plaintext),
+// with an origin of layer and field.
+func requirePlaintext(t *testing.T, b Built, layer provenance.Layer, field string) {
+	t.Helper()
+	tr := trace(t, b, "transportSocket")
+	if !tr.NotSent || tr.Value != "plaintext" || tr.Origin.Layer != layer || tr.Origin.Field != field || tr.Origin.Note == "" {
+		t.Errorf("%s: transportSocket should be plaintext (not sent) from %s %q, with a note: %+v", b.Name, layer, field, tr)
 	}
 }
