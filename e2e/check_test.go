@@ -177,6 +177,28 @@ spec:
 	c.apply(t, append(objs, mustDecodeFile(t, extra)...))
 	kc := kubeconfig("admin")
 
+	// The same cluster answers `authz svc/NAME` (the pods the Service selects) and completes
+	// waypoint/ from its Gateways.
+	svc := runPlugin(kc, "authz", "svc/reviews", "-n", "app", "-o", "json")
+	mustSucceed(t, svc)
+	var list struct {
+		Kind  string            `json:"kind"`
+		Items []*explain.Result `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(svc.stdout), &list); err != nil || list.Kind != "List" || len(list.Items) != 1 ||
+		list.Items[0].Subject.Workload != "pod/reviews-v1" {
+		t.Errorf("authz svc/reviews -n app: want a List of pod/reviews-v1 (%v)\n%s", err, svc)
+	}
+	elsewhere := runPlugin(kc, "authz", "svc/details", "-n", "app")
+	if elsewhere.code == 0 || !strings.Contains(elsewhere.stderr, "did you mean -n other? service/details is in namespace other") {
+		t.Errorf("authz svc/details -n app: want a not-found error that names namespace other\n%s", elsewhere)
+	}
+	comp := runPlugin(kc, "__complete", "authz", "-n", "app", "waypoint/")
+	mustSucceed(t, comp)
+	if !strings.HasPrefix(comp.stdout, "waypoint/waypoint\n") {
+		t.Errorf("__complete authz -n app waypoint/: want waypoint/waypoint\n%s", comp)
+	}
+
 	live := runPlugin(kc, "check", "-n", "app", "-o", "json", "--fail-on", "never")
 	mustSucceed(t, live)
 	off := runPlugin(offline(), "check", "-n", "app", "-f", dir, "-f", extra, "-o", "json", "--fail-on", "never")

@@ -26,7 +26,8 @@ const FormatZtunnel = render.FormatZtunnel
 // AuthzFormats are the -o values of `authz`.
 var AuthzFormats = []string{render.FormatTable, render.FormatWide, render.FormatJSON, render.FormatYAML, FormatZtunnel, render.FormatEnvoy}
 
-// AuthzOptions are the inputs of `authz pod/NAME | deployment/NAME | -l SELECTOR`.
+// AuthzOptions are the inputs of `authz pod/NAME | deployment/NAME | service/NAME |
+// waypoint/NAME | -l SELECTOR`.
 type AuthzOptions struct {
 	*CommonOptions
 
@@ -54,7 +55,7 @@ type AuthzOptions struct {
 func NewCmdAuthz(common *CommonOptions, runF func(context.Context, *AuthzOptions) error) *cobra.Command {
 	o := &AuthzOptions{CommonOptions: common, Output: render.FormatTable}
 	cmd := &cobra.Command{
-		Use:   "authz (pod/NAME | deployment/NAME | waypoint/NAME | -l SELECTOR)",
+		Use:   "authz (pod/NAME | deployment/NAME | service/NAME | waypoint/NAME | -l SELECTOR)",
 		Short: "Show who gets into a workload (ztunnel or sidecar), and where every rule comes from",
 		Long: longDesc(`
 			Show what decides who gets into a workload, and where every rule comes from. The
@@ -79,8 +80,9 @@ func NewCmdAuthz(common *CommonOptions, runF func(context.Context, *AuthzOptions
 			status.addresses is answered as it will be once istiod has programmed it, and the
 			answer says so.
 
-			The workload is a pod, the pods of a deployment, or the pods a label selector matches,
-			in the -n namespace. With several pods, json and yaml print a List.
+			The workload is a pod, the pods of a deployment, the pods a service selects (as
+			kubectl resolves svc/NAME), or the pods a label selector matches, in the -n
+			namespace. With several pods, json and yaml print a List.
 
 			The answer needs every PeerAuthentication and AuthorizationPolicy of the workload's
 			namespace and the root namespace: when either kind cannot be read (forbidden, say),
@@ -98,6 +100,9 @@ func NewCmdAuthz(common *CommonOptions, runF func(context.Context, *AuthzOptions
 			# Every pod of a deployment, as YAML
 			kubectl mesh-explain authz deployment/reviews-v1 -n bookinfo -o yaml
 
+			# Every pod behind a service
+			kubectl mesh-explain authz svc/reviews -n bookinfo
+
 			# Pods by label, offline from manifests, as the Authorizations ztunnel receives
 			kubectl mesh-explain authz -l app=ratings -n bookinfo -f manifests/ -R -o ztunnel
 
@@ -108,15 +113,9 @@ func NewCmdAuthz(common *CommonOptions, runF func(context.Context, *AuthzOptions
 			kubectl mesh-explain authz waypoint/waypoint -n bookinfo`),
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
-				return usageErrorf(cmd, "authz takes one pod/NAME, deployment/NAME or waypoint/NAME, got %d arguments", len(args))
+				return usageErrorf(cmd, "authz takes one pod/NAME, deployment/NAME, service/NAME or waypoint/NAME, got %d arguments", len(args))
 			}
 			return nil
-		},
-		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
-			if len(args) > 0 {
-				return nil, cobra.ShellCompDirectiveNoFileComp
-			}
-			return []string{"pod/", "deployment/", "waypoint/"}, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(cmd, args); err != nil {
@@ -153,7 +152,7 @@ func (o *AuthzOptions) Complete(cmd *cobra.Command, args []string) error {
 	case len(args) == 1 && o.Selector != "":
 		return usageErrorf(cmd, "give either %s or -l, not both", args[0])
 	case len(args) == 0 && o.Selector == "":
-		return usageErrorf(cmd, "name the workload: pod/NAME, deployment/NAME or -l SELECTOR")
+		return usageErrorf(cmd, "name the workload: pod/NAME, deployment/NAME, service/NAME, waypoint/NAME or -l SELECTOR")
 	}
 	ns, err := o.Namespace()
 	if err != nil {
@@ -274,19 +273,23 @@ func (o *AuthzOptions) runWaypoint(ctx context.Context) error {
 	return o.incomplete(gaps)
 }
 
-// parseWorkload parses pod/NAME or deployment/NAME (kubectl's short forms allowed).
+// parseWorkload parses pod/NAME, deployment/NAME or service/NAME (kubectl's short forms
+// allowed).
 func parseWorkload(s string) (ztunnelauthz.WorkloadRef, error) {
+	const want = "want pod/NAME, deployment/NAME, service/NAME or waypoint/NAME"
 	kind, name, ok := strings.Cut(s, "/")
 	if !ok || name == "" || strings.Contains(name, "/") {
-		return ztunnelauthz.WorkloadRef{}, errors.New("want pod/NAME or deployment/NAME")
+		return ztunnelauthz.WorkloadRef{}, errors.New(want)
 	}
 	switch strings.ToLower(kind) {
 	case "pod", "pods", "po":
 		return ztunnelauthz.WorkloadRef{Kind: "pod", Name: name}, nil
 	case "deployment", "deployments", "deploy":
 		return ztunnelauthz.WorkloadRef{Kind: "deployment", Name: name}, nil
+	case "service", "services", "svc":
+		return ztunnelauthz.WorkloadRef{Kind: "service", Name: name}, nil
 	}
-	return ztunnelauthz.WorkloadRef{}, fmt.Errorf("unknown kind %q (want pod/NAME or deployment/NAME)", kind)
+	return ztunnelauthz.WorkloadRef{}, fmt.Errorf("unknown kind %q (%s)", kind, want)
 }
 
 // ExplainAuthz explains each pod with the engine of its data plane: a pod with a sidecar (the

@@ -158,8 +158,8 @@ func TestLoadIssuesGoToStderr(t *testing.T) {
 	}
 }
 
-// authz prints one document for pod/NAME, and a List for a selector or a deployment, even
-// when it matches one pod, so scripts see one shape per query form.
+// authz prints one document for pod/NAME, and a List for a selector, a deployment or a
+// service, even when it matches one pod, so scripts see one shape per query form.
 func TestAuthzListShape(t *testing.T) {
 	one := &explain.Result{APIVersion: explain.APIVersion, Kind: explain.KindAuthzExplanation, Subject: explain.Subject{Kind: "Workload", Workload: "pod/a"}}
 	two := &explain.Result{APIVersion: explain.APIVersion, Kind: explain.KindAuthzExplanation, Subject: explain.Subject{Kind: "Workload", Workload: "pod/b"}}
@@ -173,6 +173,7 @@ func TestAuthzListShape(t *testing.T) {
 		{[]string{"authz", "-l", "app=a"}, []*explain.Result{one}, "List", 1},
 		{[]string{"authz", "-l", "app=a"}, []*explain.Result{one, two}, "List", 2},
 		{[]string{"authz", "deployment/a"}, []*explain.Result{one, two}, "List", 2},
+		{[]string{"authz", "svc/a"}, []*explain.Result{one}, "List", 1},
 	} {
 		f := &fakes{authzResults: tc.results}
 		r := runWith(t, f, append(tc.args, "-f", "x.yaml", "-o", "json")...)
@@ -222,6 +223,36 @@ func TestRunExampleLeadsWithDiagnostics(t *testing.T) {
 		full := runMain(t, "", append(args, "--color", "never", "--show-defaults")...)
 		if strings.Contains(full.stdout, "more at Istio's or Envoy's defaults") || len(full.stdout) <= len(r.stdout) && args[0] == "cluster" {
 			t.Errorf("--show-defaults does not list the fields at defaults:\n%s", full.stdout)
+		}
+	}
+}
+
+// HOST[:PORT] takes kubectl's svc/NAME for the Service NAME in -n, and nothing else with a slash.
+func TestParseHostPort(t *testing.T) {
+	for _, tc := range []struct {
+		in, host string
+		port     uint32
+		err      string
+	}{
+		{in: "reviews", host: "reviews"},
+		{in: "Reviews.Bookinfo:9080", host: "reviews.bookinfo", port: 9080},
+		{in: "svc/reviews", host: "reviews"},
+		{in: "Service/reviews:9080", host: "reviews", port: 9080},
+		{in: "services/reviews", host: "reviews"},
+		{in: "svc/reviews.bookinfo", err: `svc/NAME names a Service in -n: "reviews.bookinfo" is not a Service name`},
+		{in: "svc/", err: `svc/NAME names a Service in -n: "" is not a Service name`},
+		{in: "deploy/reviews", err: "a host is a name, not a path or URL"},
+		{in: "svc/reviews:http", err: `port "http" is not a number from 1 to 65535`},
+	} {
+		host, port, err := parseHostPort(tc.in)
+		if tc.err != "" {
+			if err == nil || err.Error() != tc.err {
+				t.Errorf("%q: error %v, want %q", tc.in, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || host != tc.host || port != tc.port {
+			t.Errorf("%q: got %q %d %v, want %q %d", tc.in, host, port, err, tc.host, tc.port)
 		}
 	}
 }

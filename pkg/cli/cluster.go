@@ -57,8 +57,9 @@ func NewCmdCluster(common *CommonOptions, runF func(context.Context, *ClusterOpt
 			the DestinationRule istiod selects for that client (top level, portLevelSettings,
 			subsets), auto-mTLS, or istiod's and Envoy's defaults.
 
-			HOST is a Service name resolved in -n (reviews), name.namespace (reviews.bookinfo), an
-			FQDN (reviews.bookinfo.svc.cluster.local), or a ServiceEntry host (api.example.com).
+			HOST is a Service name resolved in -n (reviews, or kubectl's svc/reviews),
+			name.namespace (reviews.bookinfo), an FQDN (reviews.bookinfo.svc.cluster.local), or a
+			ServiceEntry host (api.example.com).
 			Without a port every port of the service is explained; without --subset the default
 			cluster and every subset cluster.
 
@@ -214,10 +215,17 @@ func clusterPlanQuery(q envoycluster.Query) plan.ClusterQuery {
 }
 
 // parseHostPort splits HOST[:PORT]. A host cannot contain a colon, so the last colon
-// separates the port.
+// separates the port. kubectl's svc/NAME (service/, services/) stands for the Service NAME in
+// -n, that is the short host NAME.
 func parseHostPort(s string) (string, uint32, error) {
 	s = strings.TrimSpace(s)
 	host, portStr, hasPort := strings.Cut(s, ":")
+	if kind, name, ok := strings.Cut(host, "/"); ok && isServiceKind(kind) {
+		if name == "" || strings.ContainsAny(name, "./") {
+			return "", 0, fmt.Errorf("%s/NAME names a Service in -n: %q is not a Service name", kind, name)
+		}
+		host = name
+	}
 	if hasPort {
 		if strings.Contains(portStr, ":") {
 			return "", 0, errors.New("more than one colon")
@@ -229,6 +237,15 @@ func parseHostPort(s string) (string, uint32, error) {
 		return strings.ToLower(host), uint32(n), validateHost(host)
 	}
 	return strings.ToLower(host), 0, validateHost(host)
+}
+
+// isServiceKind reports whether kind is kubectl's spelling of Services.
+func isServiceKind(kind string) bool {
+	switch strings.ToLower(kind) {
+	case "svc", "service", "services":
+		return true
+	}
+	return false
 }
 
 func validateHost(h string) error {

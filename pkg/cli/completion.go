@@ -15,9 +15,9 @@ import (
 )
 
 // Dynamic completion (cobra's __complete, which kubectl's plugin completion calls through
-// kubectl_complete-mesh_explain): hosts, pods, deployments, subsets, ports, namespaces and
-// contexts, from the -f files when given, else from the cluster with one cheap read bounded
-// by lookupTimeout. A failure completes nothing and prints nothing.
+// kubectl_complete-mesh_explain): hosts, pods, deployments, services, waypoints, subsets, ports,
+// namespaces and contexts, from the -f files when given, else from the cluster with one cheap
+// read bounded by lookupTimeout. A failure completes nothing and prints nothing.
 
 // registerCompletions sets the argument and flag completions of root and its subcommands. The
 // root command calls it only when it runs cobra's hidden __complete command: cobra keeps flag
@@ -139,12 +139,13 @@ func (o *CommonOptions) kindPrefixed(cmd *cobra.Command, toComplete string, kind
 	return withPrefix(out, toComplete), noFiles
 }
 
-// completeWorkloads completes the workload of authz: pod/NAME and deployment/NAME in -n.
+// completeWorkloads completes the subject of authz: pod/NAME, deployment/NAME, service/NAME and
+// waypoint/NAME in -n.
 func (o *CommonOptions) completeWorkloads(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 	if len(args) > 0 {
 		return nil, noFiles
 	}
-	return o.kindPrefixed(cmd, toComplete, []string{"pod", "deployment"}, func(kind, ns string) []string {
+	return o.kindPrefixed(cmd, toComplete, []string{"pod", "deployment", "service", "waypoint"}, func(kind, ns string) []string {
 		return o.workloadNames(cmd, kind, ns)
 	})
 }
@@ -159,44 +160,25 @@ func (o *CommonOptions) completeFrom(cmd *cobra.Command, _ []string, toComplete 
 	})
 }
 
-// workloadNames returns the names of the pods or deployments of ns.
+// workloadNames returns the names of the pods, deployments, services or waypoints (Gateways of
+// class istio-waypoint) of ns.
 func (o *CommonOptions) workloadNames(cmd *cobra.Command, kind, ns string) []string {
-	var out []string
+	var objs []objectRef
 	if snap := o.completionFiles(cmd); snap != nil {
-		if kind == "pod" {
-			for _, p := range snap.Pods {
-				if p.Namespace == ns {
-					out = append(out, p.Name)
-				}
-			}
+		objs = snapshotObjects(snap, kind)
+	} else if len(o.Filenames) == 0 {
+		ctx, cancel := context.WithTimeout(completionContext(cmd), lookupTimeout)
+		defer cancel()
+		cs, err := o.lookupClient()
+		if err != nil {
+			return nil
 		}
-		for _, d := range snap.Deployments {
-			if kind == "deployment" && d.Namespace == ns {
-				out = append(out, d.Name)
-			}
-		}
-		return out
+		objs = listObjects(ctx, cs, kind, ns, metav1.ListOptions{Limit: 500})
 	}
-	if len(o.Filenames) > 0 {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(completionContext(cmd), lookupTimeout)
-	defer cancel()
-	cs, err := o.lookupClient()
-	if err != nil {
-		return nil
-	}
-	// Names only: the server sends metadata, not whole pods.
-	opts := metav1.ListOptions{Limit: 500}
-	if kind == "pod" {
-		if l, err := cs.CoreV1().Pods(ns).List(ctx, opts); err == nil {
-			for _, p := range l.Items {
-				out = append(out, p.Name)
-			}
-		}
-	} else if l, err := cs.AppsV1().Deployments(ns).List(ctx, opts); err == nil {
-		for _, d := range l.Items {
-			out = append(out, d.Name)
+	var out []string
+	for _, r := range objs {
+		if r.namespace == ns {
+			out = append(out, r.name)
 		}
 	}
 	return out

@@ -36,8 +36,9 @@ func TestCompletionFromFiles(t *testing.T) {
 		{[]string{"-n", "bookinfo", "cluster", "reviews", "--from", ""}, "namespace/ pod/", ":6"},
 		{[]string{"-n", "bookinfo", "cluster", "reviews", "--from", "pod/rev"}, "pod/reviews-v1 pod/reviews-v2 pod/reviews-v3", ":4"},
 		{[]string{"-n", "bookinfo", "cluster", "reviews", "--from", "namespace/"}, "namespace/bookinfo namespace/foo namespace/istio-system", ":4"},
-		{[]string{"-n", "foo", "authz", ""}, "deployment/ pod/", ":6"},
+		{[]string{"-n", "foo", "authz", ""}, "deployment/ pod/ service/ waypoint/", ":6"},
 		{[]string{"-n", "foo", "authz", "pod/"}, "pod/a", ":4"},
+		{[]string{"-n", "bookinfo", "authz", "service/r"}, "service/ratings service/reviews", ":4"},
 		{[]string{"authz", "pod/a", "-n", ""}, "bookinfo foo istio-system", ":4"},
 		{[]string{"cluster", "reviews", "-o", ""}, "table wide json yaml envoy name jsonpath= jsonpath-file= go-template= go-template-file=", ":4"},
 		{[]string{"authz", "pod/a", "-o", ""}, "table wide json yaml ztunnel envoy name jsonpath= jsonpath-file= go-template= go-template-file=", ":4"},
@@ -51,6 +52,10 @@ func TestCompletionFromFiles(t *testing.T) {
 		if strings.Join(got, " ") != tc.want || directive != tc.directive {
 			t.Errorf("__complete %s: got %q %s, want %q %s", strings.Join(tc.args, " "), got, directive, tc.want, tc.directive)
 		}
+	}
+	// Waypoints: the Gateways of class istio-waypoint in -n.
+	if got, _ := complete(t, "-f", "testdata/examples/waypoint", "-n", "bookinfo", "authz", "waypoint/"); strings.Join(got, " ") != "waypoint/waypoint" {
+		t.Errorf("__complete authz waypoint/: got %q, want waypoint/waypoint", got)
 	}
 }
 

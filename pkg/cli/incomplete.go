@@ -125,6 +125,7 @@ var notFoundKinds = map[string][]string{
 	"pod":        {source.KindPod},
 	"pods":       {source.KindPod},
 	"deployment": {source.KindDeployment},
+	"service":    {source.KindService},
 	"namespace":  {source.KindNamespace},
 }
 

@@ -42,12 +42,12 @@ func unknownCommand(cmd *cobra.Command, name string) error {
 	return usageErrorf(cmd, "%s", msg)
 }
 
-// missingObject matches the subject of a NotFoundError for a pod or deployment named in a
-// namespace: `pod bookinfo/productpage-v1`.
-var missingObject = regexp.MustCompile(`^(pod|deployment) ([a-z0-9.-]+)/([a-z0-9.-]+)$`)
+// missingObject matches the subject of a NotFoundError for a pod, deployment or service named
+// in a namespace: `pod bookinfo/productpage-v1`.
+var missingObject = regexp.MustCompile(`^(pod|deployment|service) ([a-z0-9.-]+)/([a-z0-9.-]+)$`)
 
-// withNamespaceHint wraps the RunE of cmd: a pod or deployment that is not in the namespace
-// asked for, but is in another, gets `did you mean -n OTHER?` in its error. The other
+// withNamespaceHint wraps the RunE of cmd: a pod, deployment or service that is not in the
+// namespace asked for, but is in another, gets `did you mean -n OTHER?` in its error. The other
 // namespaces come from the -f files, or from one list of the cluster by name (a failure, a
 // refusal or a slow answer adds nothing).
 func withNamespaceHint(o *CommonOptions, cmd *cobra.Command) {
@@ -78,28 +78,16 @@ func withNamespaceHint(o *CommonOptions, cmd *cobra.Command) {
 	}
 }
 
-// namespacesOf returns the namespaces, sorted, that hold a pod or deployment named name: in the
-// -f files, or else in the cluster.
+// namespacesOf returns the namespaces, sorted, that hold a pod, deployment or service named
+// name: in the -f files, or else in the cluster.
 func (o *CommonOptions) namespacesOf(ctx context.Context, kind, name string) []string {
-	var out []string
+	var objs []objectRef
 	if len(o.Filenames) > 0 {
 		snap := o.filesSnapshot(ctx, "default")
 		if snap == nil {
 			return nil
 		}
-		if kind == "pod" {
-			for _, p := range snap.Pods {
-				if p.Name == name {
-					out = append(out, p.Namespace)
-				}
-			}
-		} else {
-			for _, d := range snap.Deployments {
-				if d.Name == name {
-					out = append(out, d.Namespace)
-				}
-			}
-		}
+		objs = snapshotObjects(snap, kind)
 	} else {
 		ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
 		defer cancel()
@@ -108,22 +96,12 @@ func (o *CommonOptions) namespacesOf(ctx context.Context, kind, name string) []s
 			return nil
 		}
 		opts := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(), Limit: 50}
-		if kind == "pod" {
-			l, err := cs.CoreV1().Pods("").List(ctx, opts)
-			if err != nil {
-				return nil
-			}
-			for _, p := range l.Items {
-				out = append(out, p.Namespace)
-			}
-		} else {
-			l, err := cs.AppsV1().Deployments("").List(ctx, opts)
-			if err != nil {
-				return nil
-			}
-			for _, d := range l.Items {
-				out = append(out, d.Namespace)
-			}
+		objs = listObjects(ctx, cs, kind, "", opts)
+	}
+	var out []string
+	for _, r := range objs {
+		if r.name == name {
+			out = append(out, r.namespace)
 		}
 	}
 	slices.Sort(out)

@@ -37,7 +37,7 @@ func TestCommandSuggestions(t *testing.T) {
 	}
 }
 
-// A pod or deployment that is not in -n but is in another namespace of the input gets a
+// A pod, deployment or service that is not in -n but is in another namespace of the input gets a
 // `did you mean -n` hint; one that is nowhere gets none.
 func TestNamespaceHint(t *testing.T) {
 	t.Chdir(repoRoot(t))
@@ -68,6 +68,8 @@ spec: {containers: [{name: c, image: i}]}
 			"error: pod bookinfo/a not found (no pod in namespace bookinfo has a similar name; use a namespace proxy if the pod is not part of the input; did you mean -n foo? pod/a is in namespace foo)\n"},
 		{[]string{"authz", "deployment/productpage-v1", "-n", "foo"},
 			"did you mean -n frontend? deployment/productpage-v1 is in namespace frontend)\n"},
+		{[]string{"authz", "svc/productpage", "-n", "foo"},
+			"error: service foo/productpage not found (services in foo: a; did you mean -n bookinfo? service/productpage is in namespace bookinfo)\n"},
 		{[]string{"authz", "pod/nowhere", "-n", "foo"},
 			"error: pod foo/nowhere not found (pods in foo: a)\n"},
 	} {

@@ -16,8 +16,9 @@ import (
 type AuthzQuery struct {
 	// Namespace is -n, where the workload lives.
 	Namespace string
-	// Kind and Name are those of pod/NAME or deployment/NAME ("pod", "deployment"); empty for
-	// a selector.
+	// Kind and Name are those of pod/NAME, deployment/NAME or service/NAME ("pod",
+	// "deployment", "service"); empty for a selector. A deployment or a service lists the pods
+	// of the namespace (its Services are read in any case).
 	Kind, Name string
 	// Selector is -l.
 	Selector string

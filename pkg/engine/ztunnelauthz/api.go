@@ -24,7 +24,8 @@ package ztunnelauthz
 
 // WorkloadRef names the workload(s) to explain.
 type WorkloadRef struct {
-	// Kind is "pod" or "deployment" (a deployment resolves to the pods its selector matches).
+	// Kind is "pod", "deployment" or "service" (a deployment or a service resolves to the pods
+	// its selector matches).
 	Kind string
 	Name string
 }
@@ -33,7 +34,7 @@ type WorkloadRef struct {
 type Query struct {
 	// Namespace is `-n`.
 	Namespace string
-	// Workload is `pod/NAME` or `deployment/NAME`; empty when Selector is used.
+	// Workload is `pod/NAME`, `deployment/NAME` or `service/NAME`; empty when Selector is used.
 	Workload WorkloadRef
 	// Selector is a label selector (`-l app=a`) resolved to the pods of Namespace.
 	Selector string

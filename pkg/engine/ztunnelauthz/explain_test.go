@@ -277,6 +277,28 @@ func TestResolveWorkloads(t *testing.T) {
 	if got, err := names(Query{Namespace: "foo", Workload: WorkloadRef{Kind: "deployment", Name: "a"}}); err != nil || !slices.Equal(got, []string{"pod/a-1", "pod/a-2"}) {
 		t.Errorf("deployment/a: %v %v", got, err)
 	}
+	snap.Services = []*corev1.Service{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "foo", Name: "b"}, Spec: corev1.ServiceSpec{Selector: labelsOf("app", "b")}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "foo", Name: "c"}, Spec: corev1.ServiceSpec{Selector: labelsOf("app", "c")}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "foo", Name: "external"}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "bar", Name: "a"}, Spec: corev1.ServiceSpec{Selector: labelsOf("app", "a")}},
+	}
+	if got, err := names(Query{Namespace: "foo", Workload: WorkloadRef{Kind: "svc", Name: "b"}}); err != nil || !slices.Equal(got, []string{"pod/b"}) {
+		t.Errorf("svc/b: %v %v", got, err)
+	}
+	var nfs *explain.NotFoundError
+	if _, err := names(Query{Namespace: "foo", Workload: WorkloadRef{Kind: "service", Name: "a"}}); !errors.As(err, &nfs) ||
+		nfs.What != "service foo/a" || nfs.Hint != "services in foo: b, c, external" {
+		t.Errorf("service/a is in bar only: %v", err)
+	}
+	if _, err := names(Query{Namespace: "foo", Workload: WorkloadRef{Kind: "service", Name: "c"}}); !errors.As(err, &nfs) ||
+		nfs.What != "pods of service foo/c" || !strings.Contains(nfs.Hint, "app=c") {
+		t.Errorf("service/c selects no pod: %v", err)
+	}
+	var iqs *explain.InvalidQueryError
+	if _, err := names(Query{Namespace: "foo", Workload: WorkloadRef{Kind: "service", Name: "external"}}); !errors.As(err, &iqs) || !strings.Contains(iqs.Message, "no selector") {
+		t.Errorf("service/external has no selector: %v", err)
+	}
 	if got, err := names(Query{Namespace: "foo", Selector: "app=b"}); err != nil || !slices.Equal(got, []string{"pod/b"}) {
 		t.Errorf("-l app=b: %v %v", got, err)
 	}

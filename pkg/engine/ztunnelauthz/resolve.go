@@ -30,17 +30,11 @@ func resolvePods(snap *model.Snapshot, q Query) ([]*corev1.Pod, error) {
 		for _, p := range inNs {
 			n = append(n, p.Name)
 		}
-		if len(n) == 0 {
-			return "no pods in namespace " + ns
-		}
-		if len(n) > 8 {
-			n = append(n[:8], "...")
-		}
-		return "pods in " + ns + ": " + strings.Join(n, ", ")
+		return namesHint("pods", ns, n)
 	}
 	var out []*corev1.Pod
 	// The same resolution kubectl does: -l over the namespace's pods, pod/NAME, or a
-	// Deployment's selector.
+	// Deployment's or Service's selector.
 	switch {
 	case q.Selector != "":
 		if q.Workload.Name != "" {
@@ -50,16 +44,12 @@ func resolvePods(snap *model.Snapshot, q Query) ([]*corev1.Pod, error) {
 		if err != nil {
 			return nil, &explain.InvalidQueryError{Message: fmt.Sprintf("invalid label selector %q: %v", q.Selector, err)}
 		}
-		for _, p := range inNs {
-			if sel.Matches(labels.Set(p.Labels)) {
-				out = append(out, p)
-			}
-		}
+		out = podsMatching(sel, inNs)
 		if len(out) == 0 {
 			return nil, &explain.NotFoundError{What: fmt.Sprintf("pods matching %q in namespace %s", q.Selector, ns), Hint: names()}
 		}
 	case q.Workload.Name == "":
-		return nil, &explain.InvalidQueryError{Message: "name a workload (pod/NAME or deployment/NAME) or give -l SELECTOR"}
+		return nil, &explain.InvalidQueryError{Message: "name a workload (pod/NAME, deployment/NAME or service/NAME) or give -l SELECTOR"}
 	default:
 		switch strings.ToLower(q.Workload.Kind) {
 		case "", "pod", "pods", "po":
@@ -77,8 +67,14 @@ func resolvePods(snap *model.Snapshot, q Query) ([]*corev1.Pod, error) {
 				return nil, err
 			}
 			out = pods
+		case "service", "services", "svc":
+			pods, err := servicePods(snap, ns, q.Workload.Name, inNs)
+			if err != nil {
+				return nil, err
+			}
+			out = pods
 		default:
-			return nil, &explain.InvalidQueryError{Message: fmt.Sprintf("unsupported workload kind %q (use pod/NAME, deployment/NAME or -l SELECTOR)", q.Workload.Kind)}
+			return nil, &explain.InvalidQueryError{Message: fmt.Sprintf("unsupported workload kind %q (use pod/NAME, deployment/NAME, service/NAME or -l SELECTOR)", q.Workload.Kind)}
 		}
 	}
 	slices.SortFunc(out, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
@@ -101,11 +97,7 @@ func deploymentPods(snap *model.Snapshot, ns, name string, inNs []*corev1.Pod) (
 		if d.Spec.Selector == nil || sel.Empty() {
 			return nil, &explain.InvalidQueryError{Message: fmt.Sprintf("deployment %s/%s has an empty selector", ns, name)}
 		}
-		for _, p := range inNs {
-			if sel.Matches(labels.Set(p.Labels)) {
-				out = append(out, p)
-			}
-		}
+		out = podsMatching(sel, inNs)
 		if len(out) == 0 {
 			return nil, &explain.NotFoundError{What: fmt.Sprintf("pods of deployment %s/%s", ns, name),
 				Hint: "its selector " + sel.String() + " matches no pod in the input"}
@@ -124,4 +116,57 @@ func deploymentPods(snap *model.Snapshot, ns, name string, inNs []*corev1.Pod) (
 		return nil, &explain.NotFoundError{What: fmt.Sprintf("deployment %s/%s", ns, name), Hint: "neither the Deployment nor pods owned by its ReplicaSets are in the input"}
 	}
 	return out, nil
+}
+
+// servicePods resolves a Service to the pods its spec.selector matches, as kubectl does for
+// svc/NAME (logs, exec, port-forward).
+func servicePods(snap *model.Snapshot, ns, name string, inNs []*corev1.Pod) ([]*corev1.Pod, error) {
+	i := slices.IndexFunc(snap.Services, func(s *corev1.Service) bool { return s != nil && s.Namespace == ns && s.Name == name })
+	if i < 0 {
+		return nil, &explain.NotFoundError{What: fmt.Sprintf("service %s/%s", ns, name), Hint: serviceNames(snap, ns)}
+	}
+	svc := snap.Services[i]
+	if len(svc.Spec.Selector) == 0 {
+		return nil, &explain.InvalidQueryError{Message: fmt.Sprintf("service %s/%s has no selector: its endpoints are not chosen by labels, so it names no pods (explain them with pod/NAME or -l)", ns, name)}
+	}
+	sel := labels.SelectorFromSet(svc.Spec.Selector)
+	out := podsMatching(sel, inNs)
+	if len(out) == 0 {
+		return nil, &explain.NotFoundError{What: fmt.Sprintf("pods of service %s/%s", ns, name),
+			Hint: "its selector " + sel.String() + " matches no pod in the input"}
+	}
+	return out, nil
+}
+
+// serviceNames is the hint of a Service not found: the Services of ns.
+func serviceNames(snap *model.Snapshot, ns string) string {
+	var n []string
+	for _, s := range snap.Services {
+		if s != nil && s.Namespace == ns {
+			n = append(n, s.Name)
+		}
+	}
+	return namesHint("services", ns, n)
+}
+
+// namesHint is the hint of an object not found: the first names of the objects (plural) of ns.
+func namesHint(plural, ns string, names []string) string {
+	if len(names) == 0 {
+		return "no " + plural + " in namespace " + ns
+	}
+	if len(names) > 8 {
+		names = append(names[:8], "...")
+	}
+	return plural + " in " + ns + ": " + strings.Join(names, ", ")
+}
+
+// podsMatching returns the pods whose labels sel matches.
+func podsMatching(sel labels.Selector, pods []*corev1.Pod) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range pods {
+		if sel.Matches(labels.Set(p.Labels)) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
