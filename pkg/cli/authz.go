@@ -71,14 +71,13 @@ func NewCmdAuthz(common *CommonOptions, runF func(context.Context, *AuthzOptions
 			  the AuthorizationPolicies, every permission and principal traced to its field;
 			- a pod with neither is not captured by ztunnel, and the answer says so.
 
-			waypoint/NAME explains an ambient waypoint (a Gateway of class istio-waypoint in -n):
-			which Services, ServiceEntries and workloads it serves and why (the
-			istio.io/use-waypoint labels, and its own Service, which must hold its address),
-			and the filter chains of its main_internal listener
-			with their RBAC and ext_authz filters, every permission and principal traced to the
-			AuthorizationPolicy field and the targetRef that attached it. A Gateway without
-			status.addresses is answered as it will be once istiod has programmed it, and the
-			answer says so.
+			waypoint/NAME (or gateway/NAME) explains an ambient waypoint (a Gateway of class
+			istio-waypoint in -n): which Services, ServiceEntries and workloads it serves and why
+			(the istio.io/use-waypoint labels, and its own Service, which must hold its address),
+			and the filter chains of its main_internal listener with their RBAC and ext_authz
+			filters, every permission and principal traced to the AuthorizationPolicy field and
+			the targetRef that attached it. A Gateway without status.addresses is answered as it
+			will be once istiod has programmed it, and the answer says so.
 
 			The workload is a pod, the pods of a deployment, the pods a service selects (as
 			kubectl resolves svc/NAME), or the pods a label selector matches, in the -n
@@ -162,7 +161,7 @@ func (o *AuthzOptions) Complete(cmd *cobra.Command, args []string) error {
 	if len(args) == 1 && isWaypointArg(args[0]) {
 		name := args[0][strings.Index(args[0], "/")+1:]
 		if name == "" || strings.Contains(name, "/") {
-			return usageErrorf(cmd, "invalid waypoint %q: want waypoint/NAME", args[0])
+			return usageErrorf(cmd, "invalid waypoint %q: want waypoint/NAME or gateway/NAME", args[0])
 		}
 		o.waypoint = &waypointauthz.Query{Namespace: ns, Name: name}
 	} else if len(args) == 1 {
@@ -241,11 +240,15 @@ func (o *AuthzOptions) Run(ctx context.Context) error {
 	return o.incomplete(gaps)
 }
 
-// isWaypointArg reports whether the argument is waypoint/NAME (or waypoints/NAME).
+// isWaypointArg reports whether the argument is waypoint/NAME (or waypoints/NAME), or names the
+// waypoint as kubectl names its Gateway: gateway/NAME, gateways/NAME, gtw/NAME.
 func isWaypointArg(s string) bool {
 	kind, _, ok := strings.Cut(s, "/")
-	k := strings.ToLower(kind)
-	return ok && (k == "waypoint" || k == "waypoints")
+	switch strings.ToLower(kind) {
+	case "waypoint", "waypoints", "gateway", "gateways", "gtw":
+		return ok
+	}
+	return false
 }
 
 // runWaypoint answers `authz waypoint/NAME`: the waypoint's reads, its explanation, printed.

@@ -256,3 +256,15 @@ func TestParseHostPort(t *testing.T) {
 		}
 	}
 }
+
+// A waypoint is named as waypoint/NAME, or as kubectl names its Gateway.
+func TestIsWaypointArg(t *testing.T) {
+	for in, want := range map[string]bool{
+		"waypoint/w": true, "Waypoints/w": true, "gateway/w": true, "gateways/w": true, "gtw/w": true,
+		"pod/w": false, "waypoint": false, "gatewayclass/w": false,
+	} {
+		if got := isWaypointArg(in); got != want {
+			t.Errorf("isWaypointArg(%q) = %v, want %v", in, got, want)
+		}
+	}
+}
