@@ -139,7 +139,7 @@ func TestCheckUnreadGateways(t *testing.T) {
 }
 
 // "not found" is said only when the list that would have found the subject was read: a
-// forbidden Services list is an error naming the forbidden list.
+// forbidden Services (or Pods) list is an error naming the forbidden list.
 func TestNotFoundOnlyWhenTheListWasRead(t *testing.T) {
 	t.Chdir(repoRoot(t))
 	const dir = "testdata/scenarios/cluster/a10-subsets-eds"
@@ -159,6 +159,13 @@ func TestNotFoundOnlyWhenTheListWasRead(t *testing.T) {
 	denied = deniedCluster(dir, map[string]string{"Pod": podDenied})
 	r = runWithLoad(t, denied, "cluster", "foo", "-n", "default", "--from", "pod/nope")
 	want = "error: cannot tell whether pod default/nope exists: Pods could not be read (" + podDenied + ")\n"
+	if r.code != ExitError || !strings.HasSuffix(r.stderr, want) {
+		t.Errorf("got %s\nwant stderr ending %q", r, want)
+	}
+
+	denied = deniedCluster(dir, map[string]string{"Service": svcDenied})
+	r = runWithLoad(t, denied, "authz", "svc/nope", "-n", "default")
+	want = "error: cannot tell whether service default/nope exists: Services could not be read (" + svcDenied + ")\n"
 	if r.code != ExitError || !strings.HasSuffix(r.stderr, want) {
 		t.Errorf("got %s\nwant stderr ending %q", r, want)
 	}
