@@ -15,12 +15,14 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// The commands the permission tests run on e2e/testdata/rbac: one sidecar-side `cluster`
-// question and one ambient `authz` question, so every kind the plugin reads is read (the
-// client and reviews pods run on a Node, so `cluster` gets it).
+// The commands the permission tests run on e2e/testdata/rbac: sidecar-side `cluster`
+// questions from a pod and from its Deployment, and one ambient `authz` question, so every kind
+// the plugin reads is read (the client and reviews pods run on a Node, so `cluster` gets it).
 var (
 	rbacCluster = []string{"cluster", "reviews.bookinfo.svc.cluster.local", "-n", "frontend", "--from", "pod/productpage-v1"}
 	rbacAuthz   = []string{"authz", "pod/httpbin-7d9f", "-n", "ambient-demo"}
+	// rbacFromDeployment reads the Deployments of frontend too.
+	rbacFromDeployment = []string{"cluster", "reviews.bookinfo.svc.cluster.local", "-n", "frontend", "--from", "deploy/productpage-v1"}
 )
 
 // documentedRoles returns the objects of the first ```yaml block of docs/rbac.md: the
@@ -128,7 +130,7 @@ func TestLeastPrivilege(t *testing.T) {
 	rbacWorld(t, grant("reader", documentedRoles(t))...)
 	mark := auditMark(t)
 
-	for _, q := range [][]string{rbacCluster, rbacAuthz} {
+	for _, q := range [][]string{rbacCluster, rbacAuthz, rbacFromDeployment} {
 		native := "envoy"
 		if q[0] == "authz" {
 			native = "ztunnel"

@@ -268,3 +268,31 @@ func TestIsWaypointArg(t *testing.T) {
 		}
 	}
 }
+
+// --from deployment/NAME explains the clusters of the deployment's first pod, and says so.
+func TestClusterFromDeployment(t *testing.T) {
+	t.Chdir(repoRoot(t))
+	dir := t.TempDir()
+	deploy := `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: productpage, namespace: bookinfo}
+spec:
+  selector: {matchLabels: {app: productpage}}
+  template: {metadata: {labels: {app: productpage}}, spec: {containers: [{name: c, image: i}]}}
+`
+	if err := os.WriteFile(filepath.Join(dir, "deploy.yaml"), []byte(deploy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	files := []string{"-f", "testdata/examples/bookinfo", "-f", dir}
+	r := runMain(t, "", append([]string{"cluster", "ratings", "-n", "bookinfo", "--from", "deploy/productpage"}, files...)...)
+	if r.code != ExitOK || !strings.Contains(r.stdout, "client proxy:   sidecar of pod bookinfo/productpage-v1 (the pod of deployment productpage)\n") {
+		t.Errorf("--from deploy/productpage:\n%s", r)
+	}
+	r = runMain(t, "", append([]string{"cluster", "ratings", "-n", "bookinfo", "--from", "deployment/nope"}, files...)...)
+	if r.code != ExitError || !strings.Contains(r.stderr, "deployment bookinfo/nope not found") {
+		t.Errorf("--from deployment/nope:\n%s", r)
+	}
+	if got, _ := complete(t, append(files, "-n", "bookinfo", "cluster", "ratings", "--from", "deployment/")...); strings.Join(got, " ") != "deployment/productpage" {
+		t.Errorf("__complete --from deployment/: got %q", got)
+	}
+}

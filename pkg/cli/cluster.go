@@ -30,7 +30,7 @@ type ClusterOptions struct {
 	Port uint32
 	// Subset is --subset.
 	Subset string
-	// From is --from: pod/NAME or namespace/NS.
+	// From is --from: pod/NAME, deployment/NAME or namespace/NS.
 	From string
 	// AllNamespaces is -A: read DestinationRules in every namespace, to report those that
 	// target the host but are never consulted for the client (D2).
@@ -64,7 +64,8 @@ func NewCmdCluster(common *CommonOptions, runF func(context.Context, *ClusterOpt
 			cluster and every subset cluster.
 
 			The client is a sidecar in the -n namespace unless --from names a pod (its namespace,
-			labels and IPs count) or another namespace. DestinationRules are looked up where istiod
+			labels and IPs count), a deployment (its first pod by name, as istioctl picks one for
+			deployment/NAME) or another namespace. DestinationRules are looked up where istiod
 			looks: the client namespace, the service namespace and the root namespace, and only
 			there are they read. With -A DestinationRules are read in every namespace too, to
 			report those that target the host from a namespace istiod never consults for this
@@ -86,6 +87,9 @@ func NewCmdCluster(common *CommonOptions, runF func(context.Context, *ClusterOpt
 
 			# A ServiceEntry host, for a client in namespace frontend
 			kubectl mesh-explain cluster api.example.com --from namespace/frontend
+
+			# As seen by a pod of a deployment
+			kubectl mesh-explain cluster reviews -n bookinfo --from deploy/productpage-v1
 
 			# Also report DestinationRules for reviews that no lookup ever reaches (D2)
 			kubectl mesh-explain cluster reviews -n bookinfo -A
@@ -120,7 +124,7 @@ func NewCmdCluster(common *CommonOptions, runF func(context.Context, *ClusterOpt
 	fs.StringVarP(&o.Output, "output", "o", o.Output, outputUsage(ClusterFormats))
 	fs.Uint32Var(&o.Port, "port", o.Port, "Explain only this service port (same as HOST:PORT)")
 	fs.StringVar(&o.Subset, "subset", o.Subset, "Explain only this DestinationRule subset")
-	fs.StringVar(&o.From, "from", o.From, "The client sidecar: pod/NAME (in -n) or namespace/NS (default: a sidecar in -n)")
+	fs.StringVar(&o.From, "from", o.From, "The client sidecar: pod/NAME or deployment/NAME (its first pod) in -n, or namespace/NS (default: a sidecar in -n)")
 	fs.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces,
 		"Also read DestinationRules in every namespace, to report rules that target this host but can never apply (D2)")
 	return cmd
@@ -208,6 +212,8 @@ func clusterPlanQuery(q envoycluster.Query) plan.ClusterQuery {
 	switch q.From.Kind {
 	case envoycluster.ProxyPod:
 		pq.ClientNamespace, pq.ClientPod = q.From.Namespace, q.From.Name
+	case envoycluster.ProxyDeployment:
+		pq.ClientNamespace, pq.ClientDeployment = q.From.Namespace, q.From.Name
 	case envoycluster.ProxyNamespace:
 		pq.ClientNamespace = q.From.Namespace
 	}
@@ -258,22 +264,26 @@ func validateHost(h string) error {
 	return nil
 }
 
-// parseFrom parses --from: pod/NAME (a pod in ns), namespace/NS, or "" (a sidecar in ns).
+// parseFrom parses --from: pod/NAME (a pod in ns), deployment/NAME (its first pod),
+// namespace/NS, or "" (a sidecar in ns).
 func parseFrom(s, ns string) (envoycluster.ProxyRef, error) {
+	const want = "want pod/NAME, deployment/NAME or namespace/NS"
 	if s == "" {
 		return envoycluster.ProxyRef{Kind: envoycluster.ProxyDefault, Namespace: ns}, nil
 	}
 	kind, name, ok := strings.Cut(s, "/")
 	if !ok || name == "" || strings.Contains(name, "/") {
-		return envoycluster.ProxyRef{}, errors.New("want pod/NAME or namespace/NS")
+		return envoycluster.ProxyRef{}, errors.New(want)
 	}
 	switch strings.ToLower(kind) {
 	case "pod", "pods", "po":
 		return envoycluster.ProxyRef{Kind: envoycluster.ProxyPod, Namespace: ns, Name: name}, nil
+	case "deployment", "deployments", "deploy":
+		return envoycluster.ProxyRef{Kind: envoycluster.ProxyDeployment, Namespace: ns, Name: name}, nil
 	case "namespace", "namespaces", "ns":
 		return envoycluster.ProxyRef{Kind: envoycluster.ProxyNamespace, Namespace: name}, nil
 	}
-	return envoycluster.ProxyRef{}, fmt.Errorf("unknown kind %q (want pod/NAME or namespace/NS)", kind)
+	return envoycluster.ProxyRef{}, fmt.Errorf("unknown kind %q (%s)", kind, want)
 }
 
 func firstNonEmpty(ss ...string) string {

@@ -150,9 +150,9 @@ func (o *CommonOptions) completeWorkloads(cmd *cobra.Command, args []string, toC
 	})
 }
 
-// completeFrom completes --from: pod/NAME in -n, namespace/NS.
+// completeFrom completes --from: pod/NAME and deployment/NAME in -n, namespace/NS.
 func (o *CommonOptions) completeFrom(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	return o.kindPrefixed(cmd, toComplete, []string{"pod", "namespace"}, func(kind, ns string) []string {
+	return o.kindPrefixed(cmd, toComplete, []string{"pod", "deployment", "namespace"}, func(kind, ns string) []string {
 		if kind == "namespace" {
 			return o.namespaceNames(cmd)
 		}

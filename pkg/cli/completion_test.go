@@ -33,7 +33,7 @@ func TestCompletionFromFiles(t *testing.T) {
 		{[]string{"-n", "bookinfo", "cluster", "reviews", "--subset", ""}, "v1 v2 v3", ":4"},
 		{[]string{"-n", "bookinfo", "cluster", "reviews.bookinfo:9080", "--subset", "v"}, "v1 v2 v3", ":4"},
 		{[]string{"-n", "bookinfo", "cluster", "reviews", "--port", ""}, "9080", ":4"},
-		{[]string{"-n", "bookinfo", "cluster", "reviews", "--from", ""}, "namespace/ pod/", ":6"},
+		{[]string{"-n", "bookinfo", "cluster", "reviews", "--from", ""}, "deployment/ namespace/ pod/", ":6"},
 		{[]string{"-n", "bookinfo", "cluster", "reviews", "--from", "pod/rev"}, "pod/reviews-v1 pod/reviews-v2 pod/reviews-v3", ":4"},
 		{[]string{"-n", "bookinfo", "cluster", "reviews", "--from", "namespace/"}, "namespace/bookinfo namespace/foo namespace/istio-system", ":4"},
 		{[]string{"-n", "foo", "authz", ""}, "deployment/ pod/ service/ waypoint/", ":6"},

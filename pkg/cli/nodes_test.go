@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	networkingapi "istio.io/api/networking/v1alpha3"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -132,6 +133,25 @@ func TestClusterReadsTheNodesOfTheClientAndServicePods(t *testing.T) {
 	}
 	if r.stderr != "" {
 		t.Errorf("stderr = %q, want nothing", r.stderr)
+	}
+}
+
+// --from deployment/NAME reads the Deployments of its namespace with the rest, and the Node of
+// the deployment's first pod, the client, once the pods are known.
+func TestClusterFromDeploymentReadsItsPodsNode(t *testing.T) {
+	world := bookinfoWorld()
+	world.Deployments = []*appsv1.Deployment{{ObjectMeta: metav1.ObjectMeta{Namespace: "bookinfo", Name: "ratings-v1"},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "ratings"}}}}}
+	f := &nodeFakes{world: world, nodes: &model.Snapshot{}}
+	r := f.run(t, "cluster", "reviews", "-n", "bookinfo", "--from", "deploy/ratings-v1")
+	if r.code != ExitOK || len(f.specs) != 2 {
+		t.Fatalf("%d loads: %s", len(f.specs), r)
+	}
+	if got := readsByKind(f.specs[0].Reads)["Deployment"]; got != "bookinfo" {
+		t.Errorf("Deployments read in %q, want bookinfo", got)
+	}
+	if want := []source.Read{{Kind: source.KindNode, Namespaces: []string{"node-2", "node-3"}}}; !reflect.DeepEqual(f.specs[1].Reads, want) {
+		t.Errorf("node load reads %+v, want %+v (ratings-v1's node and the reviews pods')", f.specs[1].Reads, want)
 	}
 }
 

@@ -16,44 +16,64 @@ import (
 // Proxy resolves the client proxy clusters are generated for. kind "pod" is the sidecar of pod
 // namespace/name: its namespace is the config namespace, its labels select Sidecars and
 // workloadSelector DestinationRules, its status.podIPs decide the DNS lookup family. kind
-// "namespace" or "" is a sidecar without labels in namespace (name is ignored), and without a
-// locality. A pod that is not in the snapshot gives an *explain.NotFoundError naming the nearest
-// pods.
+// "deployment" is the sidecar of the first pod, by name, of Deployment namespace/name, as
+// istioctl picks one for deployment/NAME. kind "namespace" or "" is a sidecar without labels in
+// namespace (name is ignored), and without a locality. A pod or deployment that is not in the
+// snapshot gives an *explain.NotFoundError (for a pod, naming the nearest pods).
 func (ix *Index) Proxy(kind, namespace, name string) (*Proxy, error) {
-	switch kind {
-	case "", "namespace":
-		if namespace == "" {
-			namespace = "default"
-		}
-		return &Proxy{Namespace: namespace, Description: "sidecar in namespace " + namespace}, nil
-	case "pod":
-	default:
-		return nil, &explain.InvalidQueryError{Message: fmt.Sprintf("unknown proxy kind %q (use pod or namespace)", kind)}
-	}
 	if namespace == "" {
 		namespace = "default"
 	}
-	for _, pod := range ix.snap.Pods {
-		if pod.Namespace != namespace || pod.Name != name {
-			continue
+	switch kind {
+	case "", "namespace":
+		return &Proxy{Namespace: namespace, Description: "sidecar in namespace " + namespace}, nil
+	case "pod":
+		for _, pod := range ix.snap.Pods {
+			if pod.Namespace == namespace && pod.Name == name {
+				return ix.podProxy(pod), nil
+			}
 		}
-		ref := provenance.Ref{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name}
-		p := &Proxy{
-			Namespace:   pod.Namespace,
-			Labels:      pod.Labels,
-			Pod:         &ref,
-			Locality:    ix.proxyLocality(pod),
-			Description: fmt.Sprintf("sidecar of pod %s/%s", pod.Namespace, pod.Name),
+		return nil, &explain.NotFoundError{What: fmt.Sprintf("pod %s/%s", namespace, name), Hint: ix.suggestPods(namespace, name)}
+	case "deployment":
+		pods, selector, err := ix.snap.DeploymentPods(namespace, name)
+		switch {
+		case err != nil:
+			return nil, &explain.InvalidQueryError{Message: err.Error()}
+		case len(pods) == 0 && selector != "":
+			return nil, &explain.NotFoundError{What: fmt.Sprintf("pods of deployment %s/%s", namespace, name),
+				Hint: "its selector " + selector + " matches no pod in the input"}
+		case len(pods) == 0:
+			return nil, &explain.NotFoundError{What: fmt.Sprintf("deployment %s/%s", namespace, name),
+				Hint: "neither the Deployment nor pods owned by its ReplicaSets are in the input"}
 		}
-		for _, ip := range pod.Status.PodIPs {
-			p.IPs = append(p.IPs, ip.IP)
-		}
-		if len(p.IPs) == 0 && pod.Status.PodIP != "" {
-			p.IPs = []string{pod.Status.PodIP}
+		p := ix.podProxy(pods[0])
+		if len(pods) > 1 {
+			p.Description += fmt.Sprintf(" (the first of the %d pods of deployment %s)", len(pods), name)
+		} else {
+			p.Description += " (the pod of deployment " + name + ")"
 		}
 		return p, nil
 	}
-	return nil, &explain.NotFoundError{What: fmt.Sprintf("pod %s/%s", namespace, name), Hint: ix.suggestPods(namespace, name)}
+	return nil, &explain.InvalidQueryError{Message: fmt.Sprintf("unknown proxy kind %q (use pod, deployment or namespace)", kind)}
+}
+
+// podProxy is the sidecar of pod.
+func (ix *Index) podProxy(pod *corev1.Pod) *Proxy {
+	ref := provenance.Ref{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name}
+	p := &Proxy{
+		Namespace:   pod.Namespace,
+		Labels:      pod.Labels,
+		Pod:         &ref,
+		Locality:    ix.proxyLocality(pod),
+		Description: fmt.Sprintf("sidecar of pod %s/%s", pod.Namespace, pod.Name),
+	}
+	for _, ip := range pod.Status.PodIPs {
+		p.IPs = append(p.IPs, ip.IP)
+	}
+	if len(p.IPs) == 0 && pod.Status.PodIP != "" {
+		p.IPs = []string{pod.Status.PodIP}
+	}
+	return p
 }
 
 // proxyLocality is the locality istiod gives the sidecar of pod, as `region/zone/subzone` with

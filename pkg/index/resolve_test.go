@@ -2,11 +2,15 @@ package index
 
 import (
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	networking "istio.io/api/networking/v1alpha3"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
@@ -152,10 +156,45 @@ func TestProxy(t *testing.T) {
 	}
 	t.Run("unknown kind is an invalid query", func(t *testing.T) {
 		var iq *explain.InvalidQueryError
-		if _, err := ix.Proxy("deployment", "frontend", "web"); !errors.As(err, &iq) {
+		if _, err := ix.Proxy("statefulset", "frontend", "web"); !errors.As(err, &iq) {
 			t.Errorf("err = %v, want InvalidQueryError", err)
 		}
 	})
+}
+
+// deployment/NAME is the sidecar of the Deployment's first pod by name; without the Deployment,
+// of the first pod its ReplicaSets own.
+func TestDeploymentProxy(t *testing.T) {
+	deploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "frontend"},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
+	owned := func(name, hash string) *corev1.Pod {
+		return withPod(pod(name, "frontend", "10.1.0.9", map[string]string{"app": "api", "pod-template-hash": hash}), func(p *corev1.Pod) {
+			p.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "api-" + hash}}
+		})
+	}
+	ix := Build(snapshot(deploy,
+		pod("web-b", "frontend", "10.1.0.2", map[string]string{"app": "web"}),
+		pod("web-a", "frontend", "10.1.0.1", map[string]string{"app": "web", "version": "v1"}),
+		pod("web-c", "backend", "10.1.0.3", map[string]string{"app": "web"}),
+		owned("api-5d8f-x", "5d8f"),
+	))
+	got, err := ix.Proxy("deployment", "frontend", "web")
+	if err != nil || got.Pod == nil || got.Pod.Name != "web-a" || got.Labels["version"] != "v1" || !slices.Equal(got.IPs, []string{"10.1.0.1"}) ||
+		got.Description != "sidecar of pod frontend/web-a (the first of the 2 pods of deployment web)" {
+		t.Errorf("deployment/web: %+v, %v", got, err)
+	}
+	got, err = ix.Proxy("deployment", "frontend", "api")
+	if err != nil || got.Pod == nil || got.Pod.Name != "api-5d8f-x" || got.Description != "sidecar of pod frontend/api-5d8f-x (the pod of deployment api)" {
+		t.Errorf("deployment/api through its ReplicaSet: %+v, %v", got, err)
+	}
+	var nf *explain.NotFoundError
+	if _, err := ix.Proxy("deployment", "backend", "web"); !errors.As(err, &nf) || nf.What != "deployment backend/web" {
+		t.Errorf("deployment/web in backend: %v", err)
+	}
+	empty := Build(snapshot(deploy))
+	if _, err := empty.Proxy("deployment", "frontend", "web"); !errors.As(err, &nf) || nf.What != "pods of deployment frontend/web" || !strings.Contains(nf.Hint, "app=web") {
+		t.Errorf("deployment/web without pods: %v", err)
+	}
 }
 
 func TestRuleMayApply(t *testing.T) {

@@ -2,11 +2,13 @@
 // with the place it was read from, and the effective MeshConfig.
 //
 // It owns: Snapshot, ObjectKey, Source, LoadIssue.
-// It may import: provenance; istio.io/api and istio.io/client-go types; k8s.io/api types.
+// It may import: provenance; istio.io/api and istio.io/client-go types; k8s.io/api types and
+// apimachinery's meta types and label selectors.
 // It must not import cli, render, source, engines, or any client.
 package model
 
 import (
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -17,6 +19,8 @@ import (
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
@@ -239,6 +243,49 @@ func (s *Snapshot) Namespace(name string) *corev1.Namespace {
 		}
 	}
 	return nil
+}
+
+// DeploymentPods returns the pods of namespace ns that Deployment name runs, sorted by name: the
+// pods its spec.selector matches, or, when the Deployment is not in the snapshot, the pods owned
+// by one of its ReplicaSets (NAME-<pod-template-hash>), as kubectl finds them. selector is the
+// Deployment's selector, "" when the Deployment is not in the snapshot; err is set when its
+// selector is invalid or empty.
+func (s *Snapshot) DeploymentPods(ns, name string) (pods []*corev1.Pod, selector string, err error) {
+	for _, d := range s.Deployments {
+		if d == nil || d.Namespace != ns || d.Name != name {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+		if err != nil {
+			return nil, "", fmt.Errorf("deployment %s/%s has an invalid selector: %v", ns, name, err)
+		}
+		if d.Spec.Selector == nil || sel.Empty() {
+			return nil, "", fmt.Errorf("deployment %s/%s has an empty selector", ns, name)
+		}
+		for _, p := range s.Pods {
+			if p != nil && p.Namespace == ns && sel.Matches(labels.Set(p.Labels)) {
+				pods = append(pods, p)
+			}
+		}
+		return sortedByName(pods), sel.String(), nil
+	}
+	for _, p := range s.Pods {
+		if p == nil || p.Namespace != ns {
+			continue
+		}
+		hash := p.Labels["pod-template-hash"]
+		if hash != "" && slices.ContainsFunc(p.OwnerReferences, func(o metav1.OwnerReference) bool {
+			return o.Kind == "ReplicaSet" && o.Name == name+"-"+hash
+		}) {
+			pods = append(pods, p)
+		}
+	}
+	return sortedByName(pods), "", nil
+}
+
+func sortedByName(pods []*corev1.Pod) []*corev1.Pod {
+	slices.SortFunc(pods, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	return pods
 }
 
 // Sort orders every slice by namespace, then name (deterministic output).

@@ -22,13 +22,16 @@ type ClusterQuery struct {
 	ClientNamespace string
 	// ClientPod is the name of the --from pod, in ClientNamespace; "" for any other client.
 	ClientPod string
+	// ClientDeployment is the name of the --from deployment, in ClientNamespace, whose first
+	// pod is the client; "" for any other client.
+	ClientDeployment string
 }
 
 // Cluster is what `cluster` reads from a cluster (and keeps of files). DestinationRule lookup
 // only consults the client namespace, the service namespace and the root namespace (istiod
 // pilot/pkg/model/push_context.go destinationRule), so DestinationRules, Sidecars,
 // PeerAuthentications and EnvoyFilters are read there only; Services and Pods where the service
-// and the client pod live; ServiceEntries, WorkloadEntries and VirtualServices everywhere (a host
+// and the client pod live (and the Deployments there, for --from deployment/NAME); ServiceEntries, WorkloadEntries and VirtualServices everywhere (a host
 // may be defined, and a subset routed to, from any namespace). With AllDestinationRules
 // DestinationRules are read everywhere, for the rules no lookup reaches (D2).
 type Cluster struct {
@@ -57,7 +60,7 @@ func NewCluster(q ClusterQuery, base source.Spec, root string, rootKnown, allDes
 	}
 	c.base.VirtualServiceNeeded = index.VirtualServiceFilter(q.Host)
 	c.p = clusterReads{root: root, rootKnown: rootKnown, allDestinationRules: allDestinationRules}
-	if q.ClientPod != "" {
+	if q.ClientPod != "" || q.ClientDeployment != "" {
 		c.p.podNamespace = q.ClientNamespace
 	}
 	c.p.serviceNamespaces = namespaces(meshhost.ServiceNamespace(q.Host, q.Namespace))
@@ -94,12 +97,16 @@ func (c *Cluster) Reads() []source.Read {
 		{Kind: source.KindEnvoyFilter, Namespaces: namespaces(client, p.root)},
 		{Kind: source.KindNamespace, Namespaces: lookup},
 	}
-	return append(append(reads, services...),
+	reads = append(append(reads, services...),
 		source.Read{Kind: source.KindPod, Namespaces: workloads},
 		source.Read{Kind: source.KindServiceEntry},
 		source.Read{Kind: source.KindWorkloadEntry},
 		source.Read{Kind: source.KindVirtualService},
 	)
+	if c.q.ClientDeployment != "" {
+		reads = append(reads, source.Read{Kind: source.KindDeployment, Namespaces: namespaces(client)})
+	}
+	return reads
 }
 
 // serviceName is the Kubernetes Service the host names and its namespace ("" when the host is
@@ -200,9 +207,9 @@ func (c *Cluster) loadNodes(ctx context.Context, load Loader, snap *model.Snapsh
 	return snap, nil
 }
 
-// NodeNames returns the nodes, sorted, of the client pod and of the pods the host's Services
-// (spec.selector) and ServiceEntries (workloadSelector) select, except those the snapshot
-// already holds.
+// NodeNames returns the nodes, sorted, of the client pod (a --from deployment's first pod) and of
+// the pods the host's Services (spec.selector) and ServiceEntries (workloadSelector) select,
+// except those the snapshot already holds.
 func (c *Cluster) NodeNames(snap *model.Snapshot) []string {
 	type selector struct {
 		namespace string
@@ -221,13 +228,20 @@ func (c *Cluster) NodeNames(snap *model.Snapshot) []string {
 			selectors = append(selectors, selector{se.Namespace, ws})
 		}
 	}
+	client := c.q.ClientPod
+	if c.q.ClientDeployment != "" {
+		// The client is the deployment's first pod (index.Proxy).
+		if pods, _, _ := snap.DeploymentPods(c.q.ClientNamespace, c.q.ClientDeployment); len(pods) > 0 {
+			client = pods[0].Name
+		}
+	}
 	var out []string
 	for _, pod := range snap.Pods {
 		node := pod.Spec.NodeName
 		if node == "" || snap.Node(node) != nil {
 			continue
 		}
-		wanted := c.q.ClientPod != "" && pod.Namespace == c.q.ClientNamespace && pod.Name == c.q.ClientPod
+		wanted := client != "" && pod.Namespace == c.q.ClientNamespace && pod.Name == client
 		for _, sel := range selectors {
 			if wanted {
 				break

@@ -37,11 +37,14 @@ const (
 	ProxyDefault ProxyKind = ""
 	// ProxyPod: the sidecar of pod Namespace/Name (its namespace, labels and IPs count).
 	ProxyPod ProxyKind = "pod"
+	// ProxyDeployment: the sidecar of the first pod, by name, of Deployment Namespace/Name.
+	ProxyDeployment ProxyKind = "deployment"
 	// ProxyNamespace: a sidecar without labels in Namespace.
 	ProxyNamespace ProxyKind = "namespace"
 )
 
-// ProxyRef names the client proxy (`--from pod/NAME`, `--from namespace/NS`).
+// ProxyRef names the client proxy (`--from pod/NAME`, `--from deployment/NAME`,
+// `--from namespace/NS`).
 type ProxyRef struct {
 	Kind      ProxyKind
 	Namespace string

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
@@ -62,7 +61,7 @@ func resolvePods(snap *model.Snapshot, q Query) ([]*corev1.Pod, error) {
 				return nil, &explain.NotFoundError{What: fmt.Sprintf("pod %s/%s", ns, q.Workload.Name), Hint: names()}
 			}
 		case "deployment", "deployments", "deploy":
-			pods, err := deploymentPods(snap, ns, q.Workload.Name, inNs)
+			pods, err := deploymentPods(snap, ns, q.Workload.Name)
 			if err != nil {
 				return nil, err
 			}
@@ -81,41 +80,19 @@ func resolvePods(snap *model.Snapshot, q Query) ([]*corev1.Pod, error) {
 	return out, nil
 }
 
-// deploymentPods resolves a Deployment to the pods its selector matches. When the Deployment
-// itself is not in the snapshot, pods owned by one of its ReplicaSets (`NAME-<pod-template-hash>`)
-// are used instead.
-func deploymentPods(snap *model.Snapshot, ns, name string, inNs []*corev1.Pod) ([]*corev1.Pod, error) {
-	var out []*corev1.Pod
-	for _, d := range snap.Deployments {
-		if d == nil || d.Namespace != ns || d.Name != name {
-			continue
-		}
-		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
-		if err != nil {
-			return nil, &explain.InvalidQueryError{Message: fmt.Sprintf("deployment %s/%s has an invalid selector: %v", ns, name, err)}
-		}
-		if d.Spec.Selector == nil || sel.Empty() {
-			return nil, &explain.InvalidQueryError{Message: fmt.Sprintf("deployment %s/%s has an empty selector", ns, name)}
-		}
-		out = podsMatching(sel, inNs)
-		if len(out) == 0 {
-			return nil, &explain.NotFoundError{What: fmt.Sprintf("pods of deployment %s/%s", ns, name),
-				Hint: "its selector " + sel.String() + " matches no pod in the input"}
-		}
-		return out, nil
+// deploymentPods resolves a Deployment to its pods (Snapshot.DeploymentPods).
+func deploymentPods(snap *model.Snapshot, ns, name string) ([]*corev1.Pod, error) {
+	pods, selector, err := snap.DeploymentPods(ns, name)
+	switch {
+	case err != nil:
+		return nil, &explain.InvalidQueryError{Message: err.Error()}
+	case len(pods) > 0:
+		return pods, nil
+	case selector != "":
+		return nil, &explain.NotFoundError{What: fmt.Sprintf("pods of deployment %s/%s", ns, name),
+			Hint: "its selector " + selector + " matches no pod in the input"}
 	}
-	for _, p := range inNs {
-		hash := p.Labels["pod-template-hash"]
-		for _, o := range p.OwnerReferences {
-			if o.Kind == "ReplicaSet" && hash != "" && o.Name == name+"-"+hash {
-				out = append(out, p)
-			}
-		}
-	}
-	if len(out) == 0 {
-		return nil, &explain.NotFoundError{What: fmt.Sprintf("deployment %s/%s", ns, name), Hint: "neither the Deployment nor pods owned by its ReplicaSets are in the input"}
-	}
-	return out, nil
+	return nil, &explain.NotFoundError{What: fmt.Sprintf("deployment %s/%s", ns, name), Hint: "neither the Deployment nor pods owned by its ReplicaSets are in the input"}
 }
 
 // servicePods resolves a Service to the pods its spec.selector matches, as kubectl does for
