@@ -92,6 +92,14 @@ func (o *CommonOptions) completeHosts(cmd *cobra.Command, args []string, toCompl
 		return nil, noFiles
 	}
 	ns := o.completionNamespace()
+	if kind, _, ok := strings.Cut(toComplete, "/"); ok && isServiceKind(kind) {
+		// kubectl's svc/NAME: the Services of -n.
+		var out []string
+		for _, n := range o.workloadNames(cmd, "service", ns) {
+			out = append(out, kind+"/"+n)
+		}
+		return withPrefix(out, toComplete), noFiles
+	}
 	var hosts []string
 	if snap := o.completionFiles(cmd); snap != nil {
 		for _, s := range snap.Services {

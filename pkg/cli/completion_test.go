@@ -30,6 +30,7 @@ func TestCompletionFromFiles(t *testing.T) {
 	}{
 		{[]string{"-n", "bookinfo", "cluster", ""}, "a.foo productpage ratings reviews", ":4"},
 		{[]string{"-n", "bookinfo", "cluster", "re"}, "reviews", ":4"},
+		{[]string{"-n", "bookinfo", "cluster", "svc/r"}, "svc/ratings svc/reviews", ":4"},
 		{[]string{"-n", "bookinfo", "cluster", "reviews", "--subset", ""}, "v1 v2 v3", ":4"},
 		{[]string{"-n", "bookinfo", "cluster", "reviews.bookinfo:9080", "--subset", "v"}, "v1 v2 v3", ":4"},
 		{[]string{"-n", "bookinfo", "cluster", "reviews", "--port", ""}, "9080", ":4"},
