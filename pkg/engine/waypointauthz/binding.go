@@ -343,6 +343,18 @@ func (e *explanation) bindings() []Binding {
 	}
 	for _, se := range e.snap.ServiceEntries {
 		if b := e.bindTarget(kindServiceEntry, &se.ObjectMeta, true); b != nil {
+			if b.Bound {
+				// Bound only through the hosts istiod keeps this ServiceEntry's service for.
+				var why []string
+				for _, h := range se.Spec.GetHosts() {
+					if r := e.outranked(se, h); r != "" {
+						why = append(why, r)
+					}
+				}
+				if len(why) > 0 && len(why) == len(se.Spec.GetHosts()) {
+					b.Bound, b.Reason = false, strings.Join(why, "; ")
+				}
+			}
 			out = append(out, *b)
 		}
 	}
@@ -393,7 +405,9 @@ func (e *explanation) boundServices(bs []Binding) []*service {
 		case kindServiceEntry:
 			if se := e.findServiceEntry(b.Namespace, b.Name); se != nil {
 				for _, s := range serviceEntryServices(se) {
-					add(s)
+					if e.outranked(se, s.host) == "" {
+						add(s)
+					}
 				}
 			}
 		}
@@ -408,6 +422,23 @@ func (e *explanation) boundServices(bs []Binding) []*service {
 		return strings.Compare(a.ns, b.ns)
 	})
 	return out
+}
+
+// outranked says why istiod keeps another service than ServiceEntry se's for host in se's
+// namespace, or "" when it keeps se's. Services that share a hostname are resolved to one per
+// namespace, before any waypoint binds them: a Kubernetes Service always wins, else the oldest
+// ServiceEntry (selectWorkloadServices in pilot/pkg/serviceregistry/ambient/services.go). The
+// one kept binds by its own labels.
+func (e *explanation) outranked(se *networkingv1.ServiceEntry, host string) string {
+	if name, ok := strings.CutSuffix(host, "."+se.Namespace+".svc.cluster.local"); ok && e.findService(se.Namespace, name) != nil {
+		return fmt.Sprintf("host %s is also Service %s/%s's, and istiod keeps the Service for it", host, se.Namespace, name)
+	}
+	for _, o := range e.snap.ServiceEntries {
+		if o != se && o.Namespace == se.Namespace && o.CreationTimestamp.Before(&se.CreationTimestamp) && slices.Contains(o.Spec.GetHosts(), host) {
+			return fmt.Sprintf("host %s is also ServiceEntry %s/%s's, older, and istiod keeps the oldest for it", host, o.Namespace, o.Name)
+		}
+	}
+	return ""
 }
 
 // findService is the first Service ns/name of the snapshot, from an index built on first use.

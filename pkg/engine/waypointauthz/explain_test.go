@@ -337,3 +337,19 @@ func TestBuildsWithTheSameInputsShareTheirFilters(t *testing.T) {
 		t.Fatalf("builds with the same inputs: %d; chains naming another build's object: %d", shared, named)
 	}
 }
+
+// Services that share a host are resolved to one per namespace before the waypoint binds them:
+// the Kubernetes Service reviews wins over ServiceEntry api's second host, and the older
+// ServiceEntry api over api-copy, which is then not bound at all.
+func TestServicesSharingAHost(t *testing.T) {
+	r := explainScenario(t, "serviceentry-host-of-a-service")
+	want := []string{"inbound-vip|80|http|api.example.com", "inbound-vip|8080|http|api.example.com", "direct-tcp", "direct-http"}
+	if got := chainNames(r); !slices.Equal(got, want) {
+		t.Errorf("chains = %v, want %v", got, want)
+	}
+	b := section(t, r, "Binding")
+	if len(b.Rows) != 2 || b.Rows[0][1] != "yes" || b.Rows[1][1] != "no" ||
+		!strings.Contains(b.Rows[1][2], "api.example.com is also ServiceEntry app/api's, older") {
+		t.Errorf("binding rows = %v", b.Rows)
+	}
+}
