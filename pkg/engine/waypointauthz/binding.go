@@ -63,6 +63,8 @@ type Binding struct {
 	Origin provenance.Origin
 	// unserved: not bound because istiod binds nothing to the waypoint (unservedReason).
 	unserved bool
+	// outranked: a ServiceEntry not bound because other services hold its hosts (outranked).
+	outranked bool
 }
 
 // Ref is the object's provenance spelling.
@@ -352,7 +354,7 @@ func (e *explanation) bindings() []Binding {
 					}
 				}
 				if len(why) > 0 && len(why) == len(se.Spec.GetHosts()) {
-					b.Bound, b.Reason = false, strings.Join(why, "; ")
+					b.Bound, b.Reason, b.outranked = false, strings.Join(why, "; "), true
 				}
 			}
 			out = append(out, *b)

@@ -39,8 +39,12 @@ func (e *explanation) diagnostics() []explain.Diagnostic {
 	}
 	for _, b := range e.bind {
 		if !b.Bound && b.Reason != "" && !b.unserved {
+			fix := fixOf(diag.WaypointBindingRefused)
+			if b.outranked {
+				fix = "give the ServiceEntry hosts no other service of its namespace holds, or bind the service istiod keeps for them (its own istio.io/use-waypoint label)"
+			}
 			ds = append(ds, diag.WaypointBindingRefused.New(fmt.Sprintf("%s %s/%s names %s (%s) but is not bound: %s", b.Kind, b.Namespace, b.Name, e.wpName(), b.Why, b.Reason),
-				fixOf(diag.WaypointBindingRefused), b.Ref(), e.gwRef()))
+				fix, b.Ref(), e.gwRef()))
 		}
 	}
 	served := e.servedNamespaces()

@@ -352,4 +352,8 @@ func TestServicesSharingAHost(t *testing.T) {
 		!strings.Contains(b.Rows[1][2], "api.example.com is also ServiceEntry app/api's, older") {
 		t.Errorf("binding rows = %v", b.Rows)
 	}
+	i := slices.IndexFunc(r.Diagnostics, func(d explain.Diagnostic) bool { return d.ID == "W08" })
+	if i < 0 || !strings.Contains(r.Diagnostics[i].Message, "ServiceEntry app/api-copy") || !strings.Contains(r.Diagnostics[i].Fix, "hosts no other service of its namespace holds") {
+		t.Errorf("W08 for api-copy with the fix for a shared host: %v", r.Diagnostics)
+	}
 }
