@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/protoadapt"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	sigsjson "sigs.k8s.io/json"
 )
@@ -60,7 +61,49 @@ func decodeIstio(js []byte, o object, tm *metav1.TypeMeta, om *metav1.ObjectMeta
 		}
 		return nil, problems
 	}
+	if problems := undefinedEnums(spec.ProtoReflect(), "spec", nil); len(problems) > 0 {
+		return nil, problems
+	}
 	return o, nil
+}
+
+// undefinedEnums returns a problem for each enum field of m set to a number the enum does not
+// define. The decoders take any number for an enum (`mode: 80`); the API server does not (the
+// CRDs type every enum as a string of its names), and istiod and the engines would read an
+// undefined value differently.
+func undefinedEnums(m protoreflect.Message, path string, out []fieldError) []fieldError {
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		p := joinPath(path, fd.JSONName())
+		switch {
+		case fd.IsList():
+			l := v.List()
+			for i := 0; i < l.Len(); i++ {
+				out = undefinedValue(fd, l.Get(i), fmt.Sprintf("%s[%d]", p, i), out)
+			}
+		case fd.IsMap():
+			v.Map().Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
+				out = undefinedValue(fd.MapValue(), mv, fmt.Sprintf("%s[%s]", p, k.String()), out)
+				return true
+			})
+		default:
+			out = undefinedValue(fd, v, p, out)
+		}
+		return len(out) < maxFieldErrors
+	})
+	return out
+}
+
+// undefinedValue is undefinedEnums for one value of field fd.
+func undefinedValue(fd protoreflect.FieldDescriptor, v protoreflect.Value, path string, out []fieldError) []fieldError {
+	switch fd.Kind() {
+	case protoreflect.EnumKind:
+		if fd.Enum().Values().ByNumber(v.Enum()) == nil {
+			out = append(out, fieldError{Path: path, Message: fmt.Sprintf("invalid value %d (valid values: %s)", v.Enum(), enumNames(fd.Enum()))})
+		}
+	case protoreflect.MessageKind, protoreflect.GroupKind:
+		out = undefinedEnums(v.Message(), path, out)
+	}
+	return out
 }
 
 // decodeSpec decodes the JSON of an Istio spec into spec as the legacy jsonpb decoder does,

@@ -92,6 +92,14 @@ func TestDecodeProblems(t *testing.T) {
 			in:   "apiVersion: networking.istio.io/v1\nkind: DestinationRule\nmetadata: {name: a, namespace: ns1}\nspec:\n  host: a\n  traffic_policy: {connection_pool: {tcp: {max_connections: 7}}}\n",
 		},
 		{
+			name: "an enum given as a number it does not define",
+			in:   "apiVersion: security.istio.io/v1\nkind: PeerAuthentication\nmetadata: {name: a, namespace: ns1}\nspec:\n  mtls: {mode: 2}\n  portLevelMtls:\n    \"7070\": {mode: 80}\n",
+			want: []issue{{
+				Severity: "error", Resource: "PeerAuthentication ns1/a", Position: "<stdin>:7:14", Field: "spec.portLevelMtls[7070].mode",
+				Message: "invalid value 80 (valid values: UNSET, DISABLE, PERMISSIVE, STRICT); the object is skipped",
+			}},
+		},
+		{
 			name: "label values must be strings",
 			in:   "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  namespace: ns1\n  labels:\n    version: 1\n",
 			want: []issue{{
