@@ -256,12 +256,13 @@ func namesLabels(l map[string]string) func(explain.Diagnostic) bool {
 }
 
 // relabeler rewrites the answer of a proxy with one set of labels as a proxy with another
-// gets it, its phrases spelled once, when both are members of one class (the same namespace, and the same values of every label a
-// workloadSelector there reads): the index reads of a proxy only its namespace and labels, and
-// the labels only to match those workloadSelectors, which decide alike for both, and to print
-// them in two messages, diag.SelectorRuleShadowsFallback (`this proxy (labels l) is not one of
-// them`) and diag.SelectorRuleIgnored (`which does not match this proxy's labels (l)`); the
-// build diagnostics read nothing of the proxy (envoycluster.SharedBuilds). So only those two
+// gets it, its phrases spelled once, when both are members of one class (the same namespace,
+// and the same values of every label a workloadSelector there reads): the index reads of a
+// proxy only its namespace and labels, and the labels only to match those workloadSelectors,
+// which decide alike for both, and to print them in two messages,
+// diag.SelectorRuleShadowsFallback (`this proxy (labels l) is not one of them`) and
+// diag.SelectorRuleIgnored (`which does not match this proxy's labels (l)`); the build
+// diagnostics read nothing of the proxy (envoycluster.SharedBuilds). So only those two
 // messages change. TestRunEqualsUnionOnBenchMesh compares with every member's own answer.
 type relabeler struct{ phrases [2][2]string }
 

@@ -31,9 +31,10 @@ type ClusterQuery struct {
 // only consults the client namespace, the service namespace and the root namespace (istiod
 // pilot/pkg/model/push_context.go destinationRule), so DestinationRules, Sidecars,
 // PeerAuthentications and EnvoyFilters are read there only; Services and Pods where the service
-// and the client pod live (and the Deployments there, for --from deployment/NAME); ServiceEntries, WorkloadEntries and VirtualServices everywhere (a host
-// may be defined, and a subset routed to, from any namespace). With AllDestinationRules
-// DestinationRules are read everywhere, for the rules no lookup reaches (D2).
+// and the client pod live (and the Deployments there, for --from deployment/NAME);
+// ServiceEntries, WorkloadEntries and VirtualServices everywhere (a host may be defined, and a
+// subset routed to, from any namespace). With AllDestinationRules DestinationRules are read
+// everywhere, for the rules no lookup reaches (D2).
 type Cluster struct {
 	q    ClusterQuery
 	base source.Spec

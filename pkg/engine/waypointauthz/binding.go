@@ -65,6 +65,8 @@ type Binding struct {
 	unserved bool
 	// outranked: a ServiceEntry not bound because other services hold its hosts (outranked).
 	outranked bool
+	// lost are the hosts of a bound ServiceEntry that other services hold (outranked).
+	lost map[string]bool
 }
 
 // Ref is the object's provenance spelling.
@@ -351,6 +353,10 @@ func (e *explanation) bindings() []Binding {
 				for _, h := range se.Spec.GetHosts() {
 					if r := e.outranked(se, h); r != "" {
 						why = append(why, r)
+						if b.lost == nil {
+							b.lost = map[string]bool{}
+						}
+						b.lost[h] = true
 					}
 				}
 				if len(why) > 0 && len(why) == len(se.Spec.GetHosts()) {
@@ -407,7 +413,7 @@ func (e *explanation) boundServices(bs []Binding) []*service {
 		case kindServiceEntry:
 			if se := e.findServiceEntry(b.Namespace, b.Name); se != nil {
 				for _, s := range serviceEntryServices(se) {
-					if e.outranked(se, s.host) == "" {
+					if !b.lost[s.host] {
 						add(s)
 					}
 				}
