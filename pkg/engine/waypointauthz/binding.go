@@ -57,7 +57,8 @@ type Binding struct {
 	// Bound says the waypoint serves the object's traffic.
 	Bound bool
 	// Why names the label that decides it, on which object; Reason why an object that names
-	// the waypoint is not bound.
+	// the waypoint is not bound, or what limits a bound one (a Gateway not yet programmed, the
+	// hosts of a ServiceEntry that another service holds).
 	Why, Reason string
 	// Origin is the label's origin.
 	Origin provenance.Origin
@@ -359,8 +360,16 @@ func (e *explanation) bindings() []Binding {
 						b.lost[h] = true
 					}
 				}
-				if len(why) > 0 && len(why) == len(se.Spec.GetHosts()) {
+				switch {
+				case len(why) > 0 && len(why) == len(se.Spec.GetHosts()):
 					b.Bound, b.Reason, b.outranked = false, strings.Join(why, "; "), true
+				case len(why) > 0:
+					// Bound, but not for the hosts another service holds: say which.
+					note := "bound for its other hosts only: " + strings.Join(why, "; ")
+					if b.Reason != "" {
+						note = b.Reason + "; " + note
+					}
+					b.Reason = note
 				}
 			}
 			out = append(out, *b)

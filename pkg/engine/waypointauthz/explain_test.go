@@ -352,6 +352,11 @@ func TestServicesSharingAHost(t *testing.T) {
 		!strings.Contains(b.Rows[1][2], "api.example.com is also ServiceEntry app/api's, older") {
 		t.Errorf("binding rows = %v", b.Rows)
 	}
+	// api keeps api.example.com and loses reviews.app.svc.cluster.local to the Service: bound,
+	// with the host it is not bound for named.
+	if len(b.Rows) > 0 && !strings.Contains(b.Rows[0][2], "bound for its other hosts only: host reviews.app.svc.cluster.local is also Service app/reviews's") {
+		t.Errorf("the bound ServiceEntry does not name the host it lost: %q", b.Rows[0][2])
+	}
 	i := slices.IndexFunc(r.Diagnostics, func(d explain.Diagnostic) bool { return d.ID == "W08" })
 	if i < 0 || !strings.Contains(r.Diagnostics[i].Message, "ServiceEntry app/api-copy") || !strings.Contains(r.Diagnostics[i].Fix, "hosts no other service of its namespace holds") {
 		t.Errorf("W08 for api-copy with the fix for a shared host: %v", r.Diagnostics)
