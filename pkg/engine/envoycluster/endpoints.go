@@ -78,8 +78,9 @@ func (b *builder) lbEndpoint(ep index.Endpoint, subset string) *endpointv3.LbEnd
 	if ep.Ref.Kind == "Pod" {
 		out.HealthStatus = corev3.HealthStatus_HEALTHY
 	}
-	// The endpoint's tlsMode is kept only when mTLS is enabled for it, and written unless disabled.
-	if mode := epTLSMode(&ep); mode != "disabled" && b.endpointMTLS(ep, subset) {
+	// The endpoint's tlsMode is kept only when mTLS is enabled for it, and written unless disabled
+	// or empty.
+	if mode := epTLSMode(&ep); mode != "disabled" && mode != "" && b.endpointMTLS(ep, subset) {
 		out.Metadata.FilterMetadata["envoy.transport_socket_match"] = &structpb.Struct{Fields: map[string]*structpb.Value{
 			"tlsMode": structpb.NewStringValue(mode)}}
 	}

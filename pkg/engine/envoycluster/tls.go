@@ -36,17 +36,12 @@ type tlsSettings struct {
 	root  provenance.Origin
 }
 
-// epTLSMode is the endpoint's security.istio.io/tlsMode as istiod records it ("disabled" when
-// absent).
-func epTLSMode(ep *index.Endpoint) string {
-	switch {
-	case ep.TLSMode != "":
-		return ep.TLSMode
-	case ep.TLSModeIstio:
-		return "istio"
-	}
-	return "disabled"
-}
+// epTLSMode is the endpoint's security.istio.io/tlsMode as istiod records it: "disabled" when
+// the label is absent, "" when it is there and empty (a pod created with the label set to null
+// or ""), which istiod tells apart: only "disabled" makes a passthrough service DISABLE
+// (BestEffortInferServiceMTLSMode), and neither is written to the endpoint's metadata
+// (AppendLbEndpointMetadata in pilot/pkg/networking/util/util.go).
+func epTLSMode(ep *index.Endpoint) string { return ep.TLSMode }
 
 // serviceMTLSMode mirrors push_context.go BestEffortInferServiceMTLSMode. The passthrough check
 // reads the DestinationRule top-level policy (default cluster) or the subset's own policy
