@@ -67,9 +67,10 @@ func ZtunnelEngine(snap *model.Snapshot, revision string) WorkloadEngine {
 func (z *ztunnelEngine) DataPlane() string { return "ambient" }
 
 // Applies is true for an ambient pod without a sidecar: `authz` answers a pod with a sidecar
-// with the sidecar's filter chains, whatever its ambient labels say.
+// with the sidecar's filter chains, whatever its ambient labels say, and refuses a gateway's or
+// a waypoint's pod (isGatewayProxy).
 func (z *ztunnelEngine) Applies(pod *corev1.Pod) bool {
-	return !sidecarauthz.HasSidecar(pod) && ztunnelauthz.Ambient(z.snap, pod)
+	return !sidecarauthz.HasSidecar(pod) && !isGatewayProxy(pod) && ztunnelauthz.Ambient(z.snap, pod)
 }
 
 // Explain is the ztunnel answer's diagnostics (ztunnelauthz.Explainer.Diagnostics), without
@@ -89,7 +90,11 @@ func SidecarEngine(snap *model.Snapshot) WorkloadEngine {
 
 func (s sidecarEngine) DataPlane() string { return "sidecar" }
 
-func (s sidecarEngine) Applies(pod *corev1.Pod) bool { return sidecarauthz.HasSidecar(pod) }
+// Applies is true for a pod with a sidecar, but not a gateway's proxy, which the gateway
+// injection template injects with the same annotation (isGatewayProxy).
+func (s sidecarEngine) Applies(pod *corev1.Pod) bool {
+	return sidecarauthz.HasSidecar(pod) && !isGatewayProxy(pod)
+}
 
 // Explain is the sidecar answer's diagnostics (sidecarauthz.Diagnostics), without the
 // sections and filter chains check never prints.
@@ -167,6 +172,7 @@ func Run(snap *model.Snapshot, o Options) (*explain.CheckReport, error) {
 	// The workloads' occurrences come after those of every class, the waypoints' last.
 	m.add(len(classes), wl)
 	rep.Scope.Waypoints = n
+	rep.Scope.Gateways = gatewayPods(snap, o.Namespaces)
 	m.add(len(classes)+1, wp)
 	rep.Findings = m.findings()
 	if why, ok := snap.Incomplete["PeerAuthentication"]; ok {

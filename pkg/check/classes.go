@@ -114,10 +114,30 @@ func namespaceLabelKeys(snap *model.Snapshot) map[string]*labelKeys {
 	return out
 }
 
-// isSidecarPod reports whether the injector gave pod a sidecar.
+// isSidecarPod reports whether the injector gave pod a sidecar, not a gateway's proxy (which
+// the gateway injection template gives with the same annotation: isGatewayProxy).
 func isSidecarPod(pod *corev1.Pod) bool {
 	_, ok := pod.Annotations[sidecarStatusAnnotation]
-	return ok && !pod.Spec.HostNetwork
+	return ok && !pod.Spec.HostNetwork && !isGatewayProxy(pod)
+}
+
+// isGatewayProxy reports whether pod's istio-proxy runs as a gateway (router) or a waypoint:
+// istiod builds its clusters and listeners otherwise than a sidecar's, and `cluster --from`
+// and `authz` refuse it (model.ProxyType); check leaves it out.
+func isGatewayProxy(pod *corev1.Pod) bool {
+	typ, _ := model.ProxyType(pod)
+	return typ == model.ProxyRouter || typ == model.ProxyWaypoint
+}
+
+// gatewayPods counts the pods of namespaces (nil: all) whose istio-proxy runs as a router.
+func gatewayPods(snap *model.Snapshot, namespaces []string) int {
+	n := 0
+	for _, pod := range snap.Pods {
+		if typ, _ := model.ProxyType(pod); typ == model.ProxyRouter && (namespaces == nil || slices.Contains(namespaces, pod.Namespace)) {
+			n++
+		}
+	}
+	return n
 }
 
 // clientNamespaces are the namespaces of the snapshot (Namespace objects and the namespaces of

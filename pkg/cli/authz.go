@@ -71,6 +71,11 @@ func NewCmdAuthz(common *CommonOptions, runF func(context.Context, *AuthzOptions
 			  the AuthorizationPolicies, every permission and principal traced to its field;
 			- a pod with neither is not captured by ztunnel, and the answer says so.
 
+			A waypoint's pod (its istio-proxy runs as a waypoint) is answered by its waypoint,
+			as authz waypoint/NAME. A gateway's pod (its istio-proxy runs as a router: an
+			ingress or egress gateway) has neither a ztunnel nor a sidecar answer: naming only
+			such pods is an error; beside other pods they are left out with a warning.
+
 			waypoint/NAME (or gateway/NAME) explains an ambient waypoint (a Gateway of class
 			istio-waypoint in -n): which Services, ServiceEntries and workloads it serves and why
 			(the istio.io/use-waypoint labels, and its own Service, which must hold its address),
@@ -213,6 +218,14 @@ func (o *AuthzOptions) Run(ctx context.Context) error {
 		return o.Explain(snap, o.query)
 	})
 	printed := reportIssues(o.ErrOut, snap)
+	var proxies *proxyPodsError
+	if errors.As(err, &proxies) {
+		if ns, name := proxies.waypoint(); name != "" && o.Output != FormatZtunnel {
+			// Every pod named runs the one waypoint: its answer is the waypoint's.
+			fmt.Fprintln(o.ErrOut, proxies.answeringWaypoint(ns, name))
+			return o.runWaypointOf(ctx, ns, name)
+		}
+	}
 	if err != nil {
 		return notFoundUnread(err, snap)
 	}
@@ -249,6 +262,17 @@ func isWaypointArg(s string) bool {
 		return ok
 	}
 	return false
+}
+
+// runWaypointOf answers `authz waypoint/NAME -n NS`, for pods that are its instances.
+func (o *AuthzOptions) runWaypointOf(ctx context.Context, ns, name string) error {
+	root, err := o.meshRootNamespace()
+	if err != nil {
+		return err
+	}
+	o.waypoint = &waypointauthz.Query{Namespace: ns, Name: name}
+	o.wplan = plan.NewWaypoint(ns, name, o.sourceSpec(ns), firstNonEmpty(root, o.IstioNamespace), root != "")
+	return o.runWaypoint(ctx)
 }
 
 // runWaypoint answers `authz waypoint/NAME`: the waypoint's reads, its explanation, printed.
@@ -301,7 +325,12 @@ func parseWorkload(s string) (ztunnelauthz.WorkloadRef, error) {
 // waypoints of its services when they use one.
 func ExplainAuthz(snap *model.Snapshot, q ztunnelauthz.Query) ([]*explain.Result, error) {
 	var sidecars *sidecarauthz.Explainer
+	var proxies []proxyPod
 	results, err := ztunnelauthz.ExplainEach(snap, q, func(pod *corev1.Pod) *explain.Result {
+		if p, ok := asProxyPod(pod); ok {
+			proxies = append(proxies, p)
+			return leftOut
+		}
 		if sidecarauthz.HasSidecar(pod) {
 			if sidecars == nil {
 				sidecars = sidecarauthz.NewExplainer(snap)
@@ -311,6 +340,9 @@ func ExplainAuthz(snap *model.Snapshot, q ztunnelauthz.Query) ([]*explain.Result
 		return nil
 	})
 	if err != nil {
+		return nil, err
+	}
+	if results, err = leaveOutProxyPods(results, proxies); err != nil {
 		return nil, err
 	}
 	for _, r := range results {

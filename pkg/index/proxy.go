@@ -10,6 +10,7 @@ import (
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/internal/strdist"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
 )
 
@@ -30,6 +31,9 @@ func (ix *Index) Proxy(kind, namespace, name string) (*Proxy, error) {
 	case "pod":
 		for _, pod := range ix.snap.Pods {
 			if pod.Namespace == namespace && pod.Name == name {
+				if err := notSidecarProxy(pod); err != nil {
+					return nil, err
+				}
 				return ix.podProxy(pod), nil
 			}
 		}
@@ -46,6 +50,9 @@ func (ix *Index) Proxy(kind, namespace, name string) (*Proxy, error) {
 			return nil, &explain.NotFoundError{What: fmt.Sprintf("deployment %s/%s", namespace, name),
 				Hint: "neither the Deployment nor pods owned by its ReplicaSets are in the input"}
 		}
+		if err := notSidecarProxy(pods[0]); err != nil {
+			return nil, err
+		}
 		p := ix.podProxy(pods[0])
 		if len(pods) > 1 {
 			p.Description += fmt.Sprintf(" (the first of the %d pods of deployment %s)", len(pods), name)
@@ -55,6 +62,23 @@ func (ix *Index) Proxy(kind, namespace, name string) (*Proxy, error) {
 		return p, nil
 	}
 	return nil, &explain.InvalidQueryError{Message: fmt.Sprintf("unknown proxy kind %q (use pod, deployment or namespace)", kind)}
+}
+
+// notSidecarProxy refuses a pod whose istio-proxy runs as a gateway (router) or a waypoint:
+// istiod builds their clusters otherwise than a sidecar's (they ignore Sidecar resources,
+// PushContext.getSidecarScope in pilot/pkg/model/push_context.go; a gateway gets EDS clusters
+// for headless services, convertResolution in pilot/pkg/networking/core/cluster.go), and the
+// engine answers for sidecars.
+func notSidecarProxy(pod *corev1.Pod) error {
+	typ, field := model.ProxyType(pod)
+	if typ != model.ProxyRouter && typ != model.ProxyWaypoint {
+		return nil
+	}
+	what := "an Istio gateway: its istio-proxy runs as a router"
+	if typ == model.ProxyWaypoint {
+		what = "a waypoint's instance: its istio-proxy runs as a waypoint"
+	}
+	return &explain.InvalidQueryError{Message: fmt.Sprintf("pod %s/%s is %s (%s), whose clusters istiod builds otherwise than a sidecar's (it ignores Sidecar resources); cluster explains the clusters of a sidecar: name a pod with one, or a namespace (--from namespace/NS)", pod.Namespace, pod.Name, what, field)}
 }
 
 // podProxy is the sidecar of pod.

@@ -154,6 +154,20 @@ func TestProxy(t *testing.T) {
 			}
 		})
 	}
+	// A gateway's or a waypoint's pod is not a sidecar: istiod builds their clusters otherwise.
+	for _, typ := range []string{"router", "waypoint"} {
+		t.Run(typ+" pod is refused", func(t *testing.T) {
+			gw := withPod(pod("gw-1", "edge", "10.1.0.9", nil), func(p *corev1.Pod) {
+				p.Spec.Containers = []corev1.Container{{Name: "istio-proxy", Args: []string{"proxy", typ}}}
+			})
+			var iq *explain.InvalidQueryError
+			_, err := Build(snapshot(gw)).Proxy("pod", "edge", "gw-1")
+			if !errors.As(err, &iq) || !strings.Contains(err.Error(), "pod edge/gw-1 is ") ||
+				!strings.Contains(err.Error(), "its istio-proxy runs as a "+typ+" (spec.containers[0].args[1])") {
+				t.Errorf("err = %v, want InvalidQueryError naming the proxy's type", err)
+			}
+		})
+	}
 	t.Run("unknown kind is an invalid query", func(t *testing.T) {
 		var iq *explain.InvalidQueryError
 		if _, err := ix.Proxy("statefulset", "frontend", "web"); !errors.As(err, &iq) {

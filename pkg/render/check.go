@@ -135,6 +135,9 @@ func summaryLine(r *explain.CheckReport, counts map[explain.Severity]int, silenc
 		what = fmt.Sprintf("Checked %s from %s (%s), %s%s and %s: ", plural(s.Hosts, "host"), plural(s.Clients, "client sidecar"),
 			plural(s.ClientClasses, "class", "classes"), plural(s.Workloads, "workload"), dataPlanes(s.DataPlanes), plural(s.Waypoints, "waypoint"))
 	}
+	if s.Gateways > 0 {
+		what = strings.TrimSuffix(what, ": ") + fmt.Sprintf(", left out %s: ", plural(s.Gateways, "gateway pod"))
+	}
 	if s.Diff {
 		what = "Changes against the live state, " + what
 	}

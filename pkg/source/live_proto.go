@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 )
 
 // The built-in kinds are listed in protobuf, as their typed clients list them (same path,
@@ -219,7 +221,8 @@ func dropFields(nums ...protowire.Number) func(protowire.Number, []byte) (bool, 
 // containers run, mount and probe, their resources and environment, the pod's volumes and
 // scheduling constraints, its conditions and container statuses. They are most of a real Pod.
 // What is read of a Pod: its metadata; nodeName, hostNetwork, the service account, and the
-// name, ports and restartPolicy of its containers and init containers; its phase and IPs
+// name, ports and restartPolicy of its containers and init containers, and the args of the
+// istio-proxy container (the proxy's type, model.ProxyType); its phase and IPs
 // (TestSlimPodsExplainTheSame, pkg/cli, explains every scenario with slimmed Pods). Field
 // numbers are those of k8s.io/api/core/v1 generated.proto.
 var (
@@ -237,7 +240,6 @@ var (
 // The skips of unmarshalRuns for the fields above, made once rather than per item.
 var (
 	skipManagedFields    = dropFields(managedFieldsField)
-	skipContainerDropped = dropFields(containerDropped...)
 	skipPodStatusDropped = dropFields(podStatusDropped...)
 )
 
@@ -279,8 +281,32 @@ func unmarshalPodSpec(b []byte, spec *corev1.PodSpec) error {
 		}
 		*list = append(*list, corev1.Container{})
 		c := &(*list)[len(*list)-1]
-		return true, unmarshalRuns(v, skipContainerDropped, c.Unmarshal)
+		return true, unmarshalRuns(v, skipContainerFields(), c.Unmarshal)
 	}, spec.Unmarshal)
+}
+
+// Container name (1) and args (4).
+const (
+	containerNameField = 1
+	containerArgsField = 4
+)
+
+// skipContainerFields is the skip of one container's fields: those containerDropped lists,
+// but the args of the proxy container (model.ProxyContainer), which name the type of its proxy
+// (model.ProxyType). The API server encodes a container's name before its args.
+func skipContainerFields() func(protowire.Number, []byte) (bool, error) {
+	proxy := false
+	return func(num protowire.Number, field []byte) (bool, error) {
+		switch num {
+		case containerNameField:
+			v, ok := fieldBytes(field)
+			proxy = ok && string(v) == model.ProxyContainer
+			return false, nil
+		case containerArgsField:
+			return !proxy, nil
+		}
+		return slices.Contains(containerDropped, num), nil
+	}
 }
 
 // SlimPod clears the fields of p that nothing reads and that a live list leaves out
@@ -293,7 +319,10 @@ func SlimPod(p *corev1.Pod) {
 	for _, cs := range [][]corev1.Container{s.Containers, s.InitContainers} {
 		for i := range cs {
 			c := &cs[i]
-			c.Command, c.Args, c.Env, c.EnvFrom, c.Resources = nil, nil, nil, nil, corev1.ResourceRequirements{}
+			c.Command, c.Env, c.EnvFrom, c.Resources = nil, nil, nil, corev1.ResourceRequirements{}
+			if c.Name != model.ProxyContainer {
+				c.Args = nil
+			}
 			c.VolumeMounts, c.VolumeDevices, c.ResizePolicy = nil, nil, nil
 			c.LivenessProbe, c.ReadinessProbe, c.StartupProbe, c.Lifecycle, c.SecurityContext = nil, nil, nil, nil, nil
 		}

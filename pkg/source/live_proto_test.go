@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/randfill"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 )
 
 // encodeProto is a list as the API server sends it in protobuf: the magic, then the envelope.
@@ -54,7 +56,7 @@ func clientGoItems(t *testing.T, body []byte, into runtime.Object) []object {
 // what SlimPod clears.
 func TestProtoListsDecodeAsClientGo(t *testing.T) {
 	f := randfill.NewWithSeed(7).NilChance(0.2).NumElements(0, 3).MaxDepth(6)
-	slimmed := 0
+	slimmed, proxies := 0, 0
 	for round := range 40 {
 		pods := &corev1.PodList{ListMeta: metav1.ListMeta{Continue: "next-page", ResourceVersion: "12"}}
 		for range 1 + round%5 {
@@ -62,6 +64,14 @@ func TestProtoListsDecodeAsClientGo(t *testing.T) {
 			f.Fill(&p)
 			p.ManagedFields = append(p.ManagedFields, metav1.ManagedFieldsEntry{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply,
 				FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{}}}`)}})
+			// The proxy container keeps its args (the proxy's type), as a container or as a
+			// native sidecar.
+			for _, cs := range [][]corev1.Container{p.Spec.Containers, p.Spec.InitContainers} {
+				if len(cs) > 0 && round%3 != 2 {
+					cs[len(cs)-1].Name = model.ProxyContainer
+					cs[len(cs)-1].Args = []string{"proxy", "router", "--domain", "x"}
+				}
+			}
 			pods.Items = append(pods.Items, p)
 		}
 		var svcs corev1.ServiceList
@@ -104,12 +114,20 @@ func TestProtoListsDecodeAsClientGo(t *testing.T) {
 				if o.GetManagedFields() != nil {
 					t.Fatalf("round %d: managedFields decoded", round)
 				}
+				if p, ok := o.(*corev1.Pod); ok {
+					if typ, _ := model.ProxyType(p); typ == model.ProxyRouter {
+						proxies++
+					}
+				}
 			}
 		}
 	}
 	// The comparison says something about the fields left out only if some random Pods had some.
 	if slimmed < 20 {
 		t.Fatalf("only %d random Pods had fields that SlimPod clears", slimmed)
+	}
+	if proxies < 10 {
+		t.Fatalf("only %d random Pods kept the args of their proxy container", proxies)
 	}
 }
 

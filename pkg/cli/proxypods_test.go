@@ -1,0 +1,164 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
+)
+
+// proxyPodsYAML are the pods of namespace app that are not workloads: an instance of the
+// waypoint of testdata/scenarios/waypoint/bind-service (as istiod's deployment controller makes
+// them, waypoint.yaml), and an injected ingress gateway (the gateway injection template: the
+// sidecar.istio.io/status annotation, istio-proxy running as a router).
+const proxyPodsYAML = `apiVersion: v1
+kind: Pod
+metadata:
+  name: waypoint-5d8f7c6b9-x2x7k
+  namespace: app
+  labels:
+    gateway.networking.k8s.io/gateway-name: waypoint
+    gateway.istio.io/managed: istio.io-mesh-controller
+    istio.io/dataplane-mode: none
+spec:
+  serviceAccountName: waypoint
+  containers:
+  - name: istio-proxy
+    image: docker.io/istio/proxyv2
+    args: [proxy, waypoint, --domain, $(POD_NAMESPACE).svc.cluster.local]
+status:
+  podIP: 10.1.0.90
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: ingress-7c9d8b5f4-abcde
+  namespace: app
+  labels:
+    app: ingress
+    istio: ingressgateway
+  annotations:
+    inject.istio.io/templates: gateway
+    sidecar.istio.io/status: '{"containers":["istio-proxy"],"revision":"default"}'
+spec:
+  serviceAccountName: ingress
+  containers:
+  - name: istio-proxy
+    image: auto
+    args: [proxy, router, --domain, $(POD_NAMESPACE).svc.cluster.local]
+status:
+  podIP: 10.1.0.91
+`
+
+// proxyPodsDir is the bind-service scenario with the proxy pods added.
+func proxyPodsDir(t *testing.T) string {
+	t.Helper()
+	t.Chdir(repoRoot(t))
+	dir := t.TempDir()
+	src := "testdata/scenarios/waypoint/bind-service"
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".yaml") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "proxies.yaml"), []byte(proxyPodsYAML), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// A waypoint's pod is answered as the waypoint: the same output as authz waypoint/NAME, with a
+// note on stderr.
+func TestAuthzWaypointPodAnswersTheWaypoint(t *testing.T) {
+	dir := proxyPodsDir(t)
+	for _, format := range []string{"table", "json", "envoy"} {
+		want := runMain(t, "", "authz", "waypoint/waypoint", "-n", "app", "-f", dir, "-o", format, "--color", "never")
+		if want.code != ExitOK {
+			t.Fatalf("authz waypoint/waypoint: %s", want)
+		}
+		got := runMain(t, "", "authz", "pod/waypoint-5d8f7c6b9-x2x7k", "-n", "app", "-f", dir, "-o", format, "--color", "never")
+		if got.code != ExitOK || got.stdout != want.stdout {
+			t.Errorf("-o %s: authz pod/<waypoint pod> is not the waypoint's answer:\n%s\nwant stdout\n%s", format, got, want.stdout)
+		}
+		if !strings.Contains(got.stderr, "pod app/waypoint-5d8f7c6b9-x2x7k is an instance of waypoint app/waypoint (its istio-proxy runs as a waypoint): answering authz waypoint/waypoint -n app") {
+			t.Errorf("-o %s: no note that the waypoint answers: %q", format, got.stderr)
+		}
+	}
+	// -o ztunnel is not an answer a waypoint has: the error says what the pod is.
+	r := runMain(t, "", "authz", "pod/waypoint-5d8f7c6b9-x2x7k", "-n", "app", "-f", dir, "-o", "ztunnel")
+	if r.code != ExitError || !strings.Contains(r.stderr, "is an instance of waypoint app/waypoint (spec.containers[0].args[1]; label gateway.networking.k8s.io/gateway-name): explain it with authz waypoint/waypoint -n app") {
+		t.Errorf("authz pod/<waypoint pod> -o ztunnel: %s", r)
+	}
+}
+
+// A gateway's pod has neither a ztunnel nor a sidecar answer: naming it alone is an error that
+// says what it is; beside workloads it is left out with a warning.
+func TestAuthzGatewayPodIsNotAWorkload(t *testing.T) {
+	dir := proxyPodsDir(t)
+	r := runMain(t, "", "authz", "pod/ingress-7c9d8b5f4-abcde", "-n", "app", "-f", dir)
+	if r.code != ExitError || r.stdout != "" ||
+		!strings.Contains(r.stderr, "cannot explain 1 pod with authz: pod app/ingress-7c9d8b5f4-abcde is an Istio gateway: its istio-proxy runs as a router (spec.containers[0].args[1])") {
+		t.Errorf("authz pod/<gateway pod>: %s", r)
+	}
+	// Every pod of the namespace: the workloads are answered, the gateway and the waypoint
+	// left out, each named.
+	r = runMain(t, "", "authz", "-l", "!none", "-n", "app", "-f", dir, "-o", "json")
+	if r.code != ExitOK {
+		t.Fatalf("authz -l '!none': %s", r)
+	}
+	for _, s := range []string{"left out: pod app/ingress-7c9d8b5f4-abcde is an Istio gateway", "left out: pod app/waypoint-5d8f7c6b9-x2x7k is an instance of waypoint app/waypoint", `"workload": "pod/reviews-v1`} {
+		if !strings.Contains(r.stdout, s) {
+			t.Errorf("authz -l '!none': no %q in\n%s", s, r.stdout)
+		}
+	}
+	for _, s := range []string{`"workload": "pod/ingress-7c9d8b5f4-abcde"`, `"workload": "pod/waypoint-5d8f7c6b9-x2x7k"`} {
+		if strings.Contains(r.stdout, s) {
+			t.Errorf("authz -l '!none': %s answered", s)
+		}
+	}
+}
+
+// check leaves a gateway's pod out (not a client of the hosts, not a workload) and says how
+// many; a waypoint's pod is answered through its Gateway. cluster --from refuses both.
+func TestCheckLeavesGatewayPodsOut(t *testing.T) {
+	dir := proxyPodsDir(t)
+	r := runMain(t, "", "check", "-f", dir, "-o", "json", "--fail-on", "never")
+	if r.code != ExitOK {
+		t.Fatalf("check: %s", r)
+	}
+	var rep explain.CheckReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Scope.Gateways != 1 || rep.Scope.Waypoints != 1 {
+		t.Errorf("scope = %+v, want 1 gateway pod left out and 1 waypoint", rep.Scope)
+	}
+	for _, s := range []string{"ingress-7c9d8b5f4-abcde", "waypoint-5d8f7c6b9-x2x7k"} {
+		if strings.Contains(r.stdout, s) {
+			t.Errorf("check answered for %s:\n%s", s, r.stdout)
+		}
+	}
+	if r := runMain(t, "", "check", "-f", dir, "--fail-on", "never"); !strings.Contains(r.stdout, ", left out 1 gateway pod: ") {
+		t.Errorf("the summary does not say a gateway pod was left out:\n%s", r)
+	}
+	for _, from := range []string{"pod/ingress-7c9d8b5f4-abcde", "pod/waypoint-5d8f7c6b9-x2x7k"} {
+		r := runMain(t, "", "cluster", "reviews", "-n", "app", "--from", from, "-f", dir)
+		if r.code != ExitError || !strings.Contains(r.stderr, "whose clusters istiod builds otherwise than a sidecar's") {
+			t.Errorf("cluster --from %s: %s", from, r)
+		}
+	}
+}
