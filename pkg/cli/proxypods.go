@@ -81,11 +81,11 @@ func (e *proxyPodsError) waypoint() (ns, name string) {
 
 // answeringWaypoint is the note that the answer is the waypoint's, whose instances the pods are.
 func (e *proxyPodsError) answeringWaypoint(ns, name string) string {
-	what := "the " + plural(len(e.pods), "pod") + " are instances"
-	if len(e.pods) == 1 {
-		what = "pod " + e.pods[0].pod.Namespace + "/" + e.pods[0].pod.Name + " is an instance"
+	what := "the " + plural(len(e.pods), "pod") + " are instances of waypoint " + ns + "/" + name
+	if p := e.pods[0]; len(e.pods) == 1 {
+		what = fmt.Sprintf("pod %s/%s is an instance of waypoint %s/%s (%s)", p.pod.Namespace, p.pod.Name, ns, name, p.field)
 	}
-	return fmt.Sprintf("%s of waypoint %s/%s (its istio-proxy runs as a waypoint): answering authz waypoint/%s -n %s", what, ns, name, name, ns)
+	return fmt.Sprintf("%s: answering authz waypoint/%s -n %s", what, name, ns)
 }
 
 // leftOut stands for the answer of a proxy pod in the results until leaveOutProxyPods takes it

@@ -94,7 +94,7 @@ func TestAuthzWaypointPodAnswersTheWaypoint(t *testing.T) {
 		if got.code != ExitOK || got.stdout != want.stdout {
 			t.Errorf("-o %s: authz pod/<waypoint pod> is not the waypoint's answer:\n%s\nwant stdout\n%s", format, got, want.stdout)
 		}
-		if !strings.Contains(got.stderr, "pod app/waypoint-5d8f7c6b9-x2x7k is an instance of waypoint app/waypoint (its istio-proxy runs as a waypoint): answering authz waypoint/waypoint -n app") {
+		if !strings.Contains(got.stderr, "pod app/waypoint-5d8f7c6b9-x2x7k is an instance of waypoint app/waypoint (spec.containers[0].args[1]): answering authz waypoint/waypoint -n app") {
 			t.Errorf("-o %s: no note that the waypoint answers: %q", format, got.stderr)
 		}
 	}
