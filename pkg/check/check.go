@@ -67,10 +67,10 @@ func ZtunnelEngine(snap *model.Snapshot, revision string) WorkloadEngine {
 func (z *ztunnelEngine) DataPlane() string { return "ambient" }
 
 // Applies is true for an ambient pod without a sidecar: `authz` answers a pod with a sidecar
-// with the sidecar's filter chains, whatever its ambient labels say, and refuses a gateway's or
-// a waypoint's pod (isGatewayProxy).
+// with the sidecar's filter chains, whatever its ambient labels say, and a waypoint's pod with
+// its waypoint. A gateway ztunnel captures is answered (ztunnel's part of its policy).
 func (z *ztunnelEngine) Applies(pod *corev1.Pod) bool {
-	return !sidecarauthz.HasSidecar(pod) && !isGatewayProxy(pod) && ztunnelauthz.Ambient(z.snap, pod)
+	return !sidecarauthz.HasSidecar(pod) && !isWaypointProxy(pod) && ztunnelauthz.Ambient(z.snap, pod)
 }
 
 // Explain is the ztunnel answer's diagnostics (ztunnelauthz.Explainer.Diagnostics), without
@@ -151,12 +151,13 @@ func Run(snap *model.Snapshot, o Options) (*explain.CheckReport, error) {
 		counts map[string]int
 		n      int
 	)
+	engines := WorkloadEngines(snap, o.Revision)
 	parallel.Each(2, func(i int) {
 		if i == 0 {
 			hosts, err = hostOccurrences(ix, classes, planReuse(snap, classes), grouping, o.Workers, m)
 			return
 		}
-		wl, counts = workloadOccurrences(snap, WorkloadEngines(snap, o.Revision), o.Namespaces)
+		wl, counts = workloadOccurrences(snap, engines, o.Namespaces)
 		wp, n = waypointOccurrences(snap, o.Namespaces)
 	})
 	if err != nil {
@@ -172,7 +173,7 @@ func Run(snap *model.Snapshot, o Options) (*explain.CheckReport, error) {
 	// The workloads' occurrences come after those of every class, the waypoints' last.
 	m.add(len(classes), wl)
 	rep.Scope.Waypoints = n
-	rep.Scope.Gateways = gatewayPods(snap, o.Namespaces)
+	rep.Scope.Gateways = gatewayPods(snap, o.Namespaces, engines)
 	m.add(len(classes)+1, wp)
 	rep.Findings = m.findings()
 	if why, ok := snap.Incomplete["PeerAuthentication"]; ok {

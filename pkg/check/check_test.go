@@ -19,8 +19,8 @@ import (
 
 // engineUnion is the union of the answers of the engines' own entry points: Explain of every
 // host from every client (a new Explainer per client), sidecarauthz.ExplainPod of every pod with
-// a sidecar, ztunnelauthz.Explain of every other ambient pod (but the pods of gateways and
-// waypoints), waypointauthz.Explain of every waypoint.
+// a sidecar, ztunnelauthz.Explain of every other ambient pod (but the pods of waypoints and
+// injected gateways), waypointauthz.Explain of every waypoint.
 func engineUnion(t *testing.T, snap *model.Snapshot) checktest.Union {
 	t.Helper()
 	ix := index.Build(snap)
@@ -58,8 +58,8 @@ func engineUnion(t *testing.T, snap *model.Snapshot) checktest.Union {
 		var rs []*explain.Result
 		typ, _ := model.ProxyType(pod)
 		switch {
-		case typ == model.ProxyRouter || typ == model.ProxyWaypoint:
-			// A gateway's or a waypoint's pod: `authz` answers neither as a workload.
+		case typ == model.ProxyWaypoint || typ == model.ProxyRouter && sidecarauthz.HasSidecar(pod):
+			// A waypoint's pod, an injected gateway's: `authz` answers neither as a workload.
 		case sidecarauthz.HasSidecar(pod):
 			rs = []*explain.Result{sidecarauthz.ExplainPod(snap, pod)}
 		case ztunnelauthz.Ambient(snap, pod):

@@ -129,11 +129,21 @@ func isGatewayProxy(pod *corev1.Pod) bool {
 	return typ == model.ProxyRouter || typ == model.ProxyWaypoint
 }
 
-// gatewayPods counts the pods of namespaces (nil: all) whose istio-proxy runs as a router.
-func gatewayPods(snap *model.Snapshot, namespaces []string) int {
+// isWaypointProxy reports whether pod's istio-proxy runs as a waypoint.
+func isWaypointProxy(pod *corev1.Pod) bool {
+	typ, _ := model.ProxyType(pod)
+	return typ == model.ProxyWaypoint
+}
+
+// gatewayPods counts the pods of namespaces (nil: all) whose istio-proxy runs as a router and
+// that no engine answers for (a gateway ztunnel captures gets the ztunnel answer).
+func gatewayPods(snap *model.Snapshot, namespaces []string, engines []WorkloadEngine) int {
 	n := 0
 	for _, pod := range snap.Pods {
-		if typ, _ := model.ProxyType(pod); typ == model.ProxyRouter && (namespaces == nil || slices.Contains(namespaces, pod.Namespace)) {
+		if typ, _ := model.ProxyType(pod); typ != model.ProxyRouter || namespaces != nil && !slices.Contains(namespaces, pod.Namespace) {
+			continue
+		}
+		if !slices.ContainsFunc(engines, func(e WorkloadEngine) bool { return e.Applies(pod) }) {
 			n++
 		}
 	}

@@ -73,8 +73,9 @@ func NewCmdAuthz(common *CommonOptions, runF func(context.Context, *AuthzOptions
 
 			A waypoint's pod (its istio-proxy runs as a waypoint) is answered by its waypoint,
 			as authz waypoint/NAME. A gateway's pod (its istio-proxy runs as a router: an
-			ingress or egress gateway) has neither a ztunnel nor a sidecar answer: naming only
-			such pods is an error; beside other pods they are left out with a warning.
+			ingress or egress gateway) has no sidecar answer: naming only such pods is an error,
+			and beside other pods they are left out with a warning, unless ztunnel captures the
+			gateway, which then gets the ztunnel answer.
 
 			waypoint/NAME (or gateway/NAME) explains an ambient waypoint (a Gateway of class
 			istio-waypoint in -n): which Services, ServiceEntries and workloads it serves and why
@@ -325,9 +326,15 @@ func parseWorkload(s string) (ztunnelauthz.WorkloadRef, error) {
 // waypoints of its services when they use one.
 func ExplainAuthz(snap *model.Snapshot, q ztunnelauthz.Query) ([]*explain.Result, error) {
 	var sidecars *sidecarauthz.Explainer
-	var proxies []proxyPod
+	var proxies, captured []proxyPod
 	results, err := ztunnelauthz.ExplainEach(snap, q, func(pod *corev1.Pod) *explain.Result {
 		if p, ok := asProxyPod(pod); ok {
+			if p.typ == model.ProxyRouter && !sidecarauthz.HasSidecar(pod) && ztunnelauthz.Ambient(snap, pod) {
+				// A gateway ztunnel captures (deployed for a Gateway of class istio in an
+				// ambient namespace): ztunnel's part of its inbound policy is an answer.
+				captured = append(captured, p)
+				return nil
+			}
 			proxies = append(proxies, p)
 			return leftOut
 		}
@@ -344,6 +351,11 @@ func ExplainAuthz(snap *model.Snapshot, q ztunnelauthz.Query) ([]*explain.Result
 	}
 	if results, err = leaveOutProxyPods(results, proxies); err != nil {
 		return nil, err
+	}
+	for _, p := range captured {
+		if r := resultOf(results, p.pod); r != nil {
+			r.Warnings = append(r.Warnings, p.ztunnelPartOnly())
+		}
 	}
 	for _, r := range results {
 		if pod := resultPod(snap, r); pod != nil && !isSidecarResult(r) {

@@ -79,9 +79,8 @@ func NewCmdCheck(common *CommonOptions, runF func(context.Context, *CheckOptions
 			Clients are the default sidecar of each namespace and every injected pod; those that
 			must get the same answer (the same namespace, and the same values of the labels the
 			workloadSelectors of Sidecars, EnvoyFilters and DestinationRules read) are explained
-			once. The pods of gateways (their istio-proxy runs as a router) are neither clients
-			nor workloads, since cluster and authz do not answer for them; the summary counts
-			them.
+			once. The pods of gateways (their istio-proxy runs as a router) are not clients, and
+			not workloads unless ztunnel captures them; the summary counts those left out.
 
 			Scope: the -n namespace (default: the namespace of the kubeconfig context), every
 			namespace with -A, or, with -f and no -n, every namespace of the files. With

@@ -21,8 +21,8 @@ import (
 
 // answersUnion asks `cluster HOST -A` for every host from every client sidecar (the default
 // sidecar of every namespace, `--from pod/NAME` for every injected pod), and `authz pod/NAME`
-// for every pod with a sidecar and every ambient pod but the pods of gateways and waypoints,
-// `authz waypoint/NAME` for every waypoint,
+// for every pod with a sidecar and every ambient pod but the pods of waypoints and injected
+// gateways, `authz waypoint/NAME` for every waypoint,
 // each through Main as a user would, and returns the union of their diagnostics. Hosts outside a client's scope are not asked about.
 func answersUnion(t *testing.T, dir string) checktest.Union {
 	t.Helper()
@@ -64,8 +64,8 @@ func answersUnion(t *testing.T, dir string) checktest.Union {
 		if !sidecarauthz.HasSidecar(pod) && !ztunnelauthz.Ambient(snap, pod) {
 			continue
 		}
-		if typ, _ := model.ProxyType(pod); typ == model.ProxyRouter || typ == model.ProxyWaypoint {
-			continue // authz answers a gateway's pod with an error, a waypoint's with its Gateway's
+		if typ, _ := model.ProxyType(pod); typ == model.ProxyWaypoint || typ == model.ProxyRouter && sidecarauthz.HasSidecar(pod) {
+			continue // authz answers a waypoint's pod with its Gateway's, an injected gateway's with an error
 		}
 		args := []string{"authz", "pod/" + pod.Name, "-n", pod.Namespace, "-f", dir, "-o", "json", "--allow-partial"}
 		r := runMain(t, "", args...)

@@ -11,13 +11,16 @@ import (
 )
 
 // Pods whose istio-proxy is not a sidecar. `authz` answers a workload's inbound path: what
-// ztunnel enforces for an ambient pod, the virtualInbound listener of a sidecar. Neither is
-// what a gateway's proxy (type router) serves: its listeners are built from the servers of
-// the Gateways that select it, and it has no virtualInbound. A waypoint's pods are answered
-// by `authz waypoint/NAME`. So a pod whose istio-proxy runs as a router or a waypoint gets
-// neither answer: naming only such pods is an error that says what they are, or, when they are
-// all instances of one waypoint, the waypoint's answer (AuthzOptions.Run); beside other pods
-// they are left out with a warning.
+// ztunnel enforces for an ambient pod, the virtualInbound listener of a sidecar. A gateway's
+// proxy (type router) has no virtualInbound: its listeners are built from the servers of the
+// Gateways that select it. A waypoint's pods are answered by `authz waypoint/NAME`. So a pod
+// whose istio-proxy runs as a router or a waypoint gets neither answer: naming only such pods
+// is an error that says what they are, or, when they are all instances of one waypoint, the
+// waypoint's answer (AuthzOptions.Run); beside other pods they are left out with a warning.
+// The one exception is a gateway ztunnel captures (a Gateway of class istio deployed in an
+// ambient namespace, without a sidecar): ztunnel enforces its policies on the gateway's
+// inbound traffic, so it gets the ztunnel answer, with a warning that its listeners' own RBAC
+// is not explained.
 
 // gatewayNameLabel names the Gateway of the pods of a waypoint (and of a Gateway API
 // deployment): the label istiod's deployment controller gives them.
@@ -55,6 +58,21 @@ func (p proxyPod) what() string {
 		return fmt.Sprintf("pod %s runs a waypoint proxy (%s) without the label %s: explain its Gateway with authz waypoint/NAME -n %s", name, p.field, gatewayNameLabel, p.pod.Namespace)
 	}
 	return fmt.Sprintf("pod %s is an instance of waypoint %s/%s (%s; label %s): explain it with authz waypoint/%s -n %s", name, p.pod.Namespace, p.waypoint, p.field, gatewayNameLabel, p.waypoint, p.pod.Namespace)
+}
+
+// ztunnelPartOnly is the warning of the ztunnel answer of a gateway's pod that ztunnel captures.
+func (p proxyPod) ztunnelPartOnly() string {
+	return fmt.Sprintf("pod %s/%s is an Istio gateway (its istio-proxy runs as a router: %s): this is what ztunnel enforces on its inbound traffic; the RBAC of the gateway's own listeners (from the Gateways that select it) is not explained", p.pod.Namespace, p.pod.Name, p.field)
+}
+
+// resultOf is the result about pod among results, or nil.
+func resultOf(results []*explain.Result, pod *corev1.Pod) *explain.Result {
+	for _, r := range results {
+		if r.Subject.Namespace == pod.Namespace && r.Subject.Workload == "pod/"+pod.Name {
+			return r
+		}
+	}
+	return nil
 }
 
 // proxyPodsError is the answer when every pod named is a gateway or a waypoint instance.

@@ -4,16 +4,19 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 )
 
-// proxyPodsYAML are the pods of namespace app that are not workloads: an instance of the
-// waypoint of testdata/scenarios/waypoint/bind-service (as istiod's deployment controller makes
-// them, waypoint.yaml), and an injected ingress gateway (the gateway injection template: the
-// sidecar.istio.io/status annotation, istio-proxy running as a router).
+// proxyPodsYAML are the pods of namespace app whose istio-proxy is not a sidecar: an instance
+// of the waypoint of testdata/scenarios/waypoint/bind-service (as istiod's deployment controller
+// makes them, waypoint.yaml), an injected ingress gateway (the gateway injection template: the
+// sidecar.istio.io/status annotation, istio-proxy running as a router), and the pod of a
+// Gateway of class istio (kube-gateway.yaml: a router without the annotation, which ztunnel
+// captures in the ambient namespace app).
 const proxyPodsYAML = `apiVersion: v1
 kind: Pod
 metadata:
@@ -51,6 +54,24 @@ spec:
     args: [proxy, router, --domain, $(POD_NAMESPACE).svc.cluster.local]
 status:
   podIP: 10.1.0.91
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: edge-istio-6b9c7d5f8-k2m4q
+  namespace: app
+  labels:
+    gateway.networking.k8s.io/gateway-name: edge
+    gateway.networking.k8s.io/gateway-class-name: istio
+    gateway.istio.io/managed: istio.io-gateway-controller
+spec:
+  serviceAccountName: edge-istio
+  containers:
+  - name: istio-proxy
+    image: auto
+    args: [proxy, router, --domain, $(POD_NAMESPACE).svc.cluster.local]
+status:
+  podIP: 10.1.0.92
 `
 
 // proxyPodsDir is the bind-service scenario with the proxy pods added.
@@ -132,6 +153,35 @@ func TestAuthzGatewayPodIsNotAWorkload(t *testing.T) {
 	}
 }
 
+// A gateway ztunnel captures (a Gateway of class istio deployed in an ambient namespace) keeps
+// the ztunnel answer, what ztunnel enforces on its inbound traffic, with a warning that its
+// listeners' own RBAC is not explained, and without the advice to inject a sidecar that a bare
+// istio-proxy container gets.
+func TestAuthzCapturedGatewayPodGetsZtunnelsAnswer(t *testing.T) {
+	dir := proxyPodsDir(t)
+	r := runMain(t, "", "authz", "pod/edge-istio-6b9c7d5f8-k2m4q", "-n", "app", "-f", dir, "-o", "json")
+	if r.code != ExitOK {
+		t.Fatalf("authz pod/<captured gateway pod>: %s", r)
+	}
+	var res explain.Result
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Subject.Workload != "pod/edge-istio-6b9c7d5f8-k2m4q" || !strings.Contains(r.stdout, "captured by ztunnel") {
+		t.Errorf("not the ztunnel answer of the pod:\n%s", r.stdout)
+	}
+	if !slices.ContainsFunc(res.Warnings, func(w string) bool {
+		return strings.Contains(w, "is an Istio gateway (its istio-proxy runs as a router: spec.containers[0].args[1]): this is what ztunnel enforces")
+	}) {
+		t.Errorf("no warning that only ztunnel's part is answered: %q", res.Warnings)
+	}
+	for _, d := range res.Diagnostics {
+		if strings.Contains(d.Message, "no sidecar.istio.io/status annotation") {
+			t.Errorf("a gateway's pod told to inject its sidecar: %+v", d)
+		}
+	}
+}
+
 // check leaves a gateway's pod out (not a client of the hosts, not a workload) and says how
 // many; a waypoint's pod is answered through its Gateway. cluster --from refuses both.
 func TestCheckLeavesGatewayPodsOut(t *testing.T) {
@@ -144,8 +194,8 @@ func TestCheckLeavesGatewayPodsOut(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if rep.Scope.Gateways != 1 || rep.Scope.Waypoints != 1 {
-		t.Errorf("scope = %+v, want 1 gateway pod left out and 1 waypoint", rep.Scope)
+	if rep.Scope.Gateways != 1 || rep.Scope.Waypoints != 1 || rep.Scope.DataPlanes["ambient"] != 3 {
+		t.Errorf("scope = %+v, want 1 gateway pod left out (the captured one answered with the 2 ambient workloads) and 1 waypoint", rep.Scope)
 	}
 	for _, s := range []string{"ingress-7c9d8b5f4-abcde", "waypoint-5d8f7c6b9-x2x7k"} {
 		if strings.Contains(r.stdout, s) {

@@ -40,9 +40,9 @@ type CheckScope struct {
 	// Waypoints is the number of waypoints (Gateways of class istio-waypoint) whose answer
 	// (`authz waypoint/NAME`) was explained.
 	Waypoints int `json:"waypoints"`
-	// Gateways is the number of gateway pods in scope (their istio-proxy runs as a router),
-	// left out: neither as clients of the hosts nor as workloads, since `cluster` and `authz`
-	// answer for sidecars, ambient pods and waypoints.
+	// Gateways is the number of gateway pods in scope (their istio-proxy runs as a router)
+	// left out, neither clients of the hosts nor workloads, since `cluster` and `authz` answer
+	// for sidecars, ambient pods and waypoints (a gateway ztunnel captures is a workload).
 	Gateways int `json:"gateways,omitempty"`
 	// Diff is set when the findings are those an --overlay change introduces or removes.
 	Diff bool `json:"diff,omitempty"`
