@@ -125,8 +125,8 @@ func isSidecarPod(pod *corev1.Pod) bool {
 // istiod builds its clusters and listeners otherwise than a sidecar's, and `cluster --from`
 // and `authz` refuse it (model.ProxyType); check leaves it out.
 func isGatewayProxy(pod *corev1.Pod) bool {
-	typ, _ := model.ProxyType(pod)
-	return typ == model.ProxyRouter || typ == model.ProxyWaypoint
+	_, _, ok := model.GatewayOrWaypoint(pod)
+	return ok
 }
 
 // isWaypointProxy reports whether pod's istio-proxy runs as a waypoint.

@@ -37,8 +37,8 @@ type proxyPod struct {
 
 // asProxyPod reports whether pod's istio-proxy runs as a router or a waypoint.
 func asProxyPod(pod *corev1.Pod) (proxyPod, bool) {
-	typ, field := model.ProxyType(pod)
-	if typ != model.ProxyRouter && typ != model.ProxyWaypoint {
+	typ, field, ok := model.GatewayOrWaypoint(pod)
+	if !ok {
 		return proxyPod{}, false
 	}
 	p := proxyPod{pod: pod, typ: typ, field: field}

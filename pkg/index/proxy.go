@@ -70,8 +70,8 @@ func (ix *Index) Proxy(kind, namespace, name string) (*Proxy, error) {
 // for headless services, convertResolution in pilot/pkg/networking/core/cluster.go), and the
 // engine answers for sidecars.
 func notSidecarProxy(pod *corev1.Pod) error {
-	typ, field := model.ProxyType(pod)
-	if typ != model.ProxyRouter && typ != model.ProxyWaypoint {
+	typ, field, ok := model.GatewayOrWaypoint(pod)
+	if !ok {
 		return nil
 	}
 	what := "an Istio gateway: its istio-proxy runs as a router"

@@ -57,3 +57,10 @@ func ProxyType(pod *corev1.Pod) (typ, field string) {
 	}
 	return "", ""
 }
+
+// GatewayOrWaypoint is ProxyType for a pod whose istio-proxy runs as a gateway (router) or a
+// waypoint, which istiod builds otherwise than a sidecar; ok is false for any other pod.
+func GatewayOrWaypoint(pod *corev1.Pod) (typ, field string, ok bool) {
+	typ, field = ProxyType(pod)
+	return typ, field, typ == ProxyRouter || typ == ProxyWaypoint
+}

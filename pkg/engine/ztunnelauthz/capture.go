@@ -138,7 +138,7 @@ func decideCapture(snap *model.Snapshot, pod *corev1.Pod, sources bool) captureR
 	// istio-cni recognises a sidecar only by its status annotation (podHasSidecar); a bare
 	// istio-proxy container does not stop capture. The pods of gateways and waypoints run one
 	// without the annotation by design (model.ProxyType): not a half-injected sidecar.
-	if typ, _ := model.ProxyType(pod); sidecarContainer && !sidecarAnno && typ != model.ProxyRouter && typ != model.ProxyWaypoint {
+	if _, _, gateway := model.GatewayOrWaypoint(pod); sidecarContainer && !sidecarAnno && !gateway {
 		c.diags = append(c.diags, diag.NotCaptured.New(
 			fmt.Sprintf("spec.containers: pod %s/%s has an %s container but no %s annotation, so istio-cni does not treat it as a sidecar pod (captured: %v)", pod.Namespace, pod.Name, proxyContainerName, sidecarStatusAnno, c.captured),
 			"inject the sidecar through the injector (which sets the annotation), or remove the container",
