@@ -2,6 +2,7 @@ package waypointauthz
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -65,9 +66,14 @@ func (e *explanation) diagnostics() []explain.Diagnostic {
 			ds = append(ds, e.targetRefDiagnostics(ap, i, r)...)
 		}
 	}
+	var tcp tcpRules
+	var providers unusableProviders
 	for _, b := range append(append([]*build{}, e.builds...), e.direct) {
-		ds = append(ds, e.buildDiagnostics(b)...)
+		tcp.add(e, b)
+		providers.add(b)
 	}
+	ds = append(ds, tcp.diagnostics()...)
+	ds = append(ds, providers.diagnostics(e.wpName())...)
 	return diag.Sort(ds, diag.SameMessage)
 }
 
@@ -144,52 +150,161 @@ func (e *explanation) targetRefDiagnostics(ap *securityv1.AuthorizationPolicy, i
 	return nil
 }
 
-// buildDiagnostics are the findings of one service's (or the direct chains') filters: rules
-// with HTTP-only fields on its TCP chains, and CUSTOM providers that cannot be used.
-func (e *explanation) buildDiagnostics(b *build) []explain.Diagnostic {
-	var ds []explain.Diagnostic
+// tcpRules gathers the rules with HTTP-only fields that lose them on TCP chains, each once
+// with every place it loses them (the TCP chains of a service, the direct-tcp chain): one W06
+// per rule and effect, however many services the rule's policy attaches to.
+type tcpRules struct {
+	order []tcpRuleKey
+	where map[tcpRuleKey][]string
+}
+
+// tcpRuleKey is one rule of a policy and what happens to it on TCP chains.
+type tcpRuleKey struct {
+	ap      *securityv1.AuthorizationPolicy
+	index   int
+	action  string
+	dropped bool   // the HTTP-only fields are dropped (DENY, AUDIT), not the rule (ALLOW)
+	text    string // what is left out or dropped
+}
+
+// add notes the rules of b's filters that lose HTTP-only fields on its TCP chains.
+func (t *tcpRules) add(e *explanation, b *build) {
 	hasTCP := false
 	for _, c := range e.chains {
 		if c.b == b && !c.http {
 			hasTCP = true
 		}
 	}
-	where := "the direct-tcp chain"
+	where := directTCP
 	if b.svc != nil {
-		where = "the TCP chains of " + b.svc.host
+		where = b.svc.host
 	} else if !e.workloadsBound() {
 		// The direct chains match only the addresses of the workloads bound to the waypoint
 		// (buildWaypointInternal): without one, no traffic reaches them.
 		hasTCP = false
 	}
-	if hasTCP {
-		for _, r := range b.rbac.Rules {
-			if r.TCP.Skipped != "" && r.TCP.SkippedField != "" {
-				ds = append(ds, diag.WaypointHTTPFieldsOnTCP.New(fmt.Sprintf("AuthorizationPolicy %s/%s rule %d (%s) is left out of %s: %s; an ALLOW rule that is left out allows nothing there", r.Policy.Namespace, r.Policy.Name, r.Index, r.Action, where, r.TCP.Skipped),
-					fixOf(diag.WaypointHTTPFieldsOnTCP), apRef(r.Policy)))
+	if !hasTCP {
+		return
+	}
+	note := func(k tcpRuleKey) {
+		if t.where == nil {
+			t.where = map[tcpRuleKey][]string{}
+		}
+		if _, ok := t.where[k]; !ok {
+			t.order = append(t.order, k)
+		}
+		t.where[k] = append(t.where[k], where)
+	}
+	for _, r := range b.rbac.Rules {
+		if r.TCP.Skipped != "" && r.TCP.SkippedField != "" {
+			note(tcpRuleKey{ap: r.Policy, index: r.Index, action: r.Action, text: r.TCP.Skipped})
+		}
+		if len(r.TCP.Dropped) > 0 {
+			var fs []string
+			for _, d := range r.TCP.Dropped {
+				fs = append(fs, d.Field)
 			}
-			if len(r.TCP.Dropped) > 0 {
-				var fs []string
-				for _, d := range r.TCP.Dropped {
-					fs = append(fs, d.Field)
-				}
-				ds = append(ds, diag.WaypointHTTPFieldsOnTCP.New(fmt.Sprintf("AuthorizationPolicy %s/%s rule %d (%s) matches more on %s than written: %s are HTTP-only and dropped there", r.Policy.Namespace, r.Policy.Name, r.Index, r.Action, where, strings.Join(fs, ", ")),
-					fixOf(diag.WaypointHTTPFieldsOnTCP), apRef(r.Policy)))
-			}
+			note(tcpRuleKey{ap: r.Policy, index: r.Index, action: r.Action, dropped: true, text: strings.Join(fs, ", ")})
 		}
 	}
-	for p, why := range b.rbac.Providers {
+}
+
+// diagnostics are the W06 findings, one per rule and effect, naming every place.
+func (t *tcpRules) diagnostics() []explain.Diagnostic {
+	var ds []explain.Diagnostic
+	for _, k := range t.order {
+		where := tcpChains(t.where[k])
+		var msg string
+		if k.dropped {
+			msg = fmt.Sprintf("AuthorizationPolicy %s/%s rule %d (%s) matches more on %s than written: %s are HTTP-only and dropped there", k.ap.Namespace, k.ap.Name, k.index, k.action, where, k.text)
+		} else {
+			msg = fmt.Sprintf("AuthorizationPolicy %s/%s rule %d (%s) is left out of %s: %s; an ALLOW rule that is left out allows nothing there", k.ap.Namespace, k.ap.Name, k.index, k.action, where, k.text)
+		}
+		ds = append(ds, diag.WaypointHTTPFieldsOnTCP.New(msg, fixOf(diag.WaypointHTTPFieldsOnTCP), apRef(k.ap)))
+	}
+	return ds
+}
+
+// tcpChains names TCP chains in text: "the TCP chains of A, B and C", then ", and the
+// direct-tcp chain" when it is one of them.
+func tcpChains(where []string) string {
+	var hosts []string
+	direct := false
+	for _, w := range where {
+		if w == directTCP {
+			direct = true
+		} else {
+			hosts = append(hosts, w)
+		}
+	}
+	switch {
+	case len(hosts) == 0:
+		return directTCP
+	case direct:
+		return "the TCP chains of " + andList(hosts) + ", and " + directTCP
+	}
+	return "the TCP chains of " + andList(hosts)
+}
+
+// directTCP names the direct-tcp chain in text.
+const directTCP = "the direct-tcp chain"
+
+// andList joins items as English does: "A", "A and B", "A, B and C".
+func andList(items []string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
+}
+
+// unusableProviders gathers the CUSTOM providers a waypoint's filters cannot use, each once
+// with every build whose filters name it and the policies that do: one W07 per provider and
+// reason, however many services its policies attach to.
+type unusableProviders struct {
+	order []providerWhy
+	by    map[providerWhy]*unusableProvider
+}
+
+type providerWhy struct{ provider, why string }
+
+type unusableProvider struct {
+	builds []string
+	refs   []provenance.Ref
+}
+
+// add notes the providers b's filters cannot use.
+func (u *unusableProviders) add(b *build) {
+	for _, p := range slices.Sorted(maps.Keys(b.rbac.Providers)) {
+		why := b.rbac.Providers[p]
 		if why == "" {
 			continue
 		}
-		var refs []provenance.Ref
+		k := providerWhy{provider: p, why: why}
+		if u.by == nil {
+			u.by = map[providerWhy]*unusableProvider{}
+		}
+		up := u.by[k]
+		if up == nil {
+			up = &unusableProvider{}
+			u.by[k] = up
+			u.order = append(u.order, k)
+		}
+		up.builds = append(up.builds, b.label())
 		for _, ap := range b.policies {
-			if ap.Spec.GetProvider().GetName() == p {
-				refs = append(refs, apRef(ap))
+			if r := apRef(ap); ap.Spec.GetProvider().GetName() == p && !slices.Contains(up.refs, r) {
+				up.refs = append(up.refs, r)
 			}
 		}
-		ds = append(ds, diag.WaypointCustomProviderUnusable.New(fmt.Sprintf("CUSTOM provider %q cannot be used by %s (%s): %s; the chains deny what the CUSTOM policies match", p, e.wpName(), b.name(), why),
-			fixOf(diag.WaypointCustomProviderUnusable), refs...))
+	}
+}
+
+// diagnostics are the W07 findings, one per provider and reason, naming every build.
+func (u *unusableProviders) diagnostics(wpName string) []explain.Diagnostic {
+	var ds []explain.Diagnostic
+	for _, k := range u.order {
+		up := u.by[k]
+		ds = append(ds, diag.WaypointCustomProviderUnusable.New(fmt.Sprintf("CUSTOM provider %q cannot be used by %s for %s: %s; the chains deny what the CUSTOM policies match", k.provider, wpName, andList(up.builds), k.why),
+			fixOf(diag.WaypointCustomProviderUnusable), up.refs...))
 	}
 	return ds
 }

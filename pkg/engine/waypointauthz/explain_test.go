@@ -362,3 +362,71 @@ func TestServicesSharingAHost(t *testing.T) {
 		t.Errorf("W08 for api-copy with the fix for a shared host: %v", r.Diagnostics)
 	}
 }
+
+// A rule that loses its HTTP-only fields on the TCP chains of several services, and on the
+// direct-tcp chain, is one W06 naming every place, not one per service.
+func TestW06OncePerRule(t *testing.T) {
+	snap, q := loadQueried(t, "selector-and-namespace-wide-ignored")
+	for _, s := range snap.Services {
+		if s.Name == "ratings" {
+			ledger := s.DeepCopy()
+			ledger.Name, ledger.Spec.ClusterIP = "ledger", "10.96.0.12"
+			snap.Services = append(snap.Services, ledger)
+			break
+		}
+	}
+	for _, p := range snap.Pods {
+		if p.Name == "ratings-v1" {
+			p.Labels["istio.io/use-waypoint"] = "waypoint"
+		}
+	}
+	// A waypoint for all traffic: the pod is bound, so traffic reaches the direct chains.
+	snap.Gateways[0].Labels = map[string]string{"istio.io/waypoint-for": "all"}
+	res, err := Explain(snap, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w06 []string
+	for _, d := range res.Diagnostics {
+		if d.ID == "W06" {
+			w06 = append(w06, d.Message)
+		}
+	}
+	want := "AuthorizationPolicy app/gateway-allow rule 0 (ALLOW) is left out of the TCP chains of " +
+		"ledger.app.svc.cluster.local and ratings.app.svc.cluster.local, and the direct-tcp chain: "
+	if len(w06) != 1 || !strings.HasPrefix(w06[0], want) {
+		t.Errorf("W06 = %q, want one starting %q", w06, want)
+	}
+}
+
+func TestTCPChains(t *testing.T) {
+	for _, c := range []struct {
+		where []string
+		want  string
+	}{
+		{[]string{directTCP}, "the direct-tcp chain"},
+		{[]string{"a"}, "the TCP chains of a"},
+		{[]string{"a", "b", "c"}, "the TCP chains of a, b and c"},
+		{[]string{"a", directTCP}, "the TCP chains of a, and the direct-tcp chain"},
+	} {
+		if got := tcpChains(c.where); got != c.want {
+			t.Errorf("tcpChains(%q) = %q, want %q", c.where, got, c.want)
+		}
+	}
+}
+
+// A CUSTOM provider the waypoint cannot use is one W07 naming every build whose filters name
+// it, not one per service.
+func TestW07OncePerProvider(t *testing.T) {
+	res := explainScenario(t, "action-custom-provider-missing")
+	var w07 []explain.Diagnostic
+	for _, d := range res.Diagnostics {
+		if d.ID == "W07" {
+			w07 = append(w07, d)
+		}
+	}
+	want := `CUSTOM provider "not-configured" cannot be used by waypoint app/waypoint for ratings.app.svc.cluster.local, reviews.app.svc.cluster.local and the direct chains: `
+	if len(w07) != 1 || !strings.HasPrefix(w07[0].Message, want) || len(w07[0].Resources) != 1 || w07[0].Resources[0].Name != "ext-missing" {
+		t.Errorf("W07 = %+v, want one starting %q for AuthorizationPolicy app/ext-missing", w07, want)
+	}
+}
