@@ -207,6 +207,18 @@ type bareTask struct {
 // namespace in kind-table order, a get per named Namespace, a get per name in a namespace no
 // read of the kind lists, then the get of the mesh ConfigMap and the list of istiod Deployments.
 func tasksFor(reads []source.Read, istioNamespace string) []*bareTask {
+	tasks := kindTasks(reads)
+	cm := bareKind{kind: "ConfigMap", prefix: "/api/v1", resource: "configmaps", accept: acceptProtobuf}
+	tasks = append(tasks, &bareTask{kind: cm, path: "/api/v1/namespaces/" + istioNamespace + "/configmaps/istio", get: true})
+	// Beside its reads, a live command lists the istiod Deployments by label, in one request
+	// (pkg/cli withIstiodCheck, listIstiods), to warn about another Istio version.
+	deploy := bareKind{kind: "Deployment", prefix: "/apis/apps/v1", resource: "deployments", accept: acceptProtobuf}
+	tasks = append(tasks, &bareTask{kind: deploy, path: "/apis/apps/v1/namespaces/" + istioNamespace + "/deployments?labelSelector=app%3Distiod", get: true})
+	return tasks
+}
+
+// kindTasks are the requests of reads alone.
+func kindTasks(reads []source.Read) []*bareTask {
 	nss := map[string][]string{}
 	names := map[string]map[string][]string{}
 	all := map[string]bool{}
@@ -264,12 +276,6 @@ func tasksFor(reads []source.Read, istioNamespace string) []*bareTask {
 			}
 		}
 	}
-	cm := bareKind{kind: "ConfigMap", prefix: "/api/v1", resource: "configmaps", accept: acceptProtobuf}
-	tasks = append(tasks, &bareTask{kind: cm, path: "/api/v1/namespaces/" + istioNamespace + "/configmaps/istio", get: true})
-	// Beside its reads, a live command lists the istiod Deployments by label, in one request
-	// (pkg/cli withIstiodCheck, listIstiods), to warn about another Istio version.
-	deploy := bareKind{kind: "Deployment", prefix: "/apis/apps/v1", resource: "deployments", accept: acceptProtobuf}
-	tasks = append(tasks, &bareTask{kind: deploy, path: "/apis/apps/v1/namespaces/" + istioNamespace + "/deployments?labelSelector=app%3Distiod", get: true})
 	return tasks
 }
 
@@ -283,12 +289,15 @@ type BareResult struct {
 	Paths []string `json:"paths"`
 }
 
-// bareReads runs `meshgen bare-reads --kubeconfig FILE [--node NAME]... -- COMMAND...`.
+// bareReads runs `meshgen bare-reads --kubeconfig FILE [--node NAME]... [--service NS/NAME]...
+// [--services NS]... -- COMMAND...`.
 func bareReads(args []string) error {
 	fs := flag.NewFlagSet("bare-reads", flag.ContinueOnError)
 	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster to read")
-	var nodes stringList
+	var nodes, services, serviceLists stringList
 	fs.Var(&nodes, "node", "a Node `cluster` gets once it knows the pods (repeatable): the bare reads do not decode the pods, so they are told")
+	fs.Var(&services, "service", "a Service NS/NAME `cluster` gets in its second phase (repeatable; pkg/plan Cluster.NearMissReads)")
+	fs.Var(&serviceLists, "services", "a namespace whose Services `cluster` lists in its second phase (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -312,15 +321,29 @@ func bareReads(args []string) error {
 	base := strings.TrimSuffix(cfg.Host, "/")
 
 	// The plugin reads in two phases: the planned kinds and the mesh ConfigMap, then (cluster
-	// only) the Nodes of the pods that matter, one get each (pkg/plan Cluster.Load).
+	// only) the Nodes of the pods that matter, one get each, and the Services DestinationRules
+	// name near the host (pkg/plan Cluster.Load).
 	phases := [][]*bareTask{tasksFor(reads, pa.istioNamespace)}
+	var second []*bareTask
 	if len(nodes) > 0 {
 		node := bareKind{kind: "Node", prefix: "/api/v1", resource: "nodes", cluster: true, accept: acceptProtobuf}
-		var gets []*bareTask
 		for _, n := range sortedNames(nodes...) {
-			gets = append(gets, &bareTask{kind: node, path: "/api/v1/nodes/" + n, get: true})
+			second = append(second, &bareTask{kind: node, path: "/api/v1/nodes/" + n, get: true})
 		}
-		phases = append(phases, gets)
+	}
+	// The Services the plugin gets (or lists) in the same phase, for the DestinationRules
+	// named near the host.
+	var more []source.Read
+	for _, s := range services {
+		ns, name, _ := strings.Cut(s, "/")
+		more = append(more, source.Read{Kind: source.KindService, Namespaces: []string{ns}, Names: []string{name}})
+	}
+	for _, ns := range serviceLists {
+		more = append(more, source.Read{Kind: source.KindService, Namespaces: []string{ns}})
+	}
+	second = append(second, kindTasks(more)...)
+	if len(second) > 0 {
+		phases = append(phases, second)
 	}
 	start := time.Now()
 	res := BareResult{}

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -19,6 +20,8 @@ import (
 	"time"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/internal/testkit/meshgen"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/plan"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/source"
 )
 
 // Results is what `meshgen measure` writes: the machine, the mesh, and every sample.
@@ -168,6 +171,11 @@ func measure(args []string) error {
 	for _, n := range q.ClusterNodes {
 		nodes = append(nodes, "--node", n)
 	}
+	nearMiss, err := clusterNearMiss(cfg, q, *filesDir)
+	if err != nil {
+		return err
+	}
+	nodes = append(nodes, nearMiss...)
 	commands := []struct {
 		verb string
 		args []string
@@ -506,4 +514,43 @@ func machine() Machine {
 		m.Kernel = "Linux " + strings.TrimSpace(string(b))
 	}
 	return m
+}
+
+// clusterNearMiss are the --service and --services flags of the bare reads of `cluster`: the
+// Services the plugin reads in its second phase (pkg/plan Cluster.NearMissReads), found as the
+// plugin finds them, in the mesh's objects filtered by the plan's first reads. Without the
+// files of the mesh, they are written to a temporary directory.
+func clusterNearMiss(cfg meshgen.Config, q meshgen.Queries, filesDir string) ([]string, error) {
+	if filesDir == "" {
+		dir, err := os.MkdirTemp("", "meshgen-nearmiss-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		m, err := meshgen.Generate(cfg)
+		if err != nil {
+			return nil, err
+		}
+		if err := m.WriteFiles(dir, meshgen.YAML); err != nil {
+			return nil, err
+		}
+		filesDir = dir
+	}
+	cq := plan.ClusterQuery{Host: q.Host, Namespace: q.ClientNamespace, ClientNamespace: q.ClientNamespace, ClientPod: q.ClientPod}
+	c := plan.NewCluster(cq, source.Spec{}, "istio-system", true, false)
+	snap, err := source.Load(context.Background(), source.Spec{Files: []string{filesDir}, Recursive: true, FilterFiles: true, Reads: c.Reads()})
+	if err != nil {
+		return nil, err
+	}
+	var flags []string
+	for _, r := range c.NearMissReads(snap) {
+		if r.Names == nil {
+			flags = append(flags, "--services", r.Namespaces[0])
+			continue
+		}
+		for _, name := range r.Names {
+			flags = append(flags, "--service", r.Namespaces[0]+"/"+name)
+		}
+	}
+	return flags, nil
 }

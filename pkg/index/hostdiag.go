@@ -156,18 +156,28 @@ func (ix *Index) hostHasService(host string) bool {
 
 // typoOf says why a DestinationRule whose host matches nothing was probably meant for svc.
 func typoOf(d *drInfo, svc *Service) (string, bool) {
-	raw := d.obj.Spec.GetHost()
+	return MeantFor(d.obj.Spec.GetHost(), d.ns, svc.Hostname, svc.Name, svc.Namespace, svc.Kubernetes)
+}
+
+// MeantFor says why a DestinationRule of namespace ruleNS with host raw (as written), were no
+// service to hold it, was probably meant for the service svcHost (a Kubernetes Service named
+// svcName in svcNS when kubernetes): a host with a dot taken literally, a short name expanded
+// in the rule's own namespace, or a near miss. This is D1's test; `cluster` also uses it to get
+// the Services such rules name before it answers, since it reads only the host's own Service of
+// its namespace (pkg/plan Cluster).
+func MeantFor(raw, ruleNS, svcHost, svcName, svcNS string, kubernetes bool) (string, bool) {
 	if raw == "" || meshhost.Name(raw).IsWildCarded() {
 		return "", false
 	}
-	if strings.Contains(raw, ".") && strings.HasPrefix(svc.Hostname, d.host+".") {
+	host := meshhost.ResolveShortname(raw, ruleNS)
+	if strings.Contains(raw, ".") && strings.HasPrefix(svcHost, host+".") {
 		return "a host with a dot is taken literally (only a name without dots is expanded to <name>.<namespace>.svc." + DomainSuffix + ")", true
 	}
-	if !strings.Contains(raw, ".") && svc.Kubernetes && raw == svc.Name && d.ns != svc.Namespace {
-		return fmt.Sprintf("a short name is expanded in the rule's own namespace, to %s", d.host), true
+	if !strings.Contains(raw, ".") && kubernetes && raw == svcName && ruleNS != svcNS {
+		return fmt.Sprintf("a short name is expanded in the rule's own namespace, to %s", host), true
 	}
 	// Hosts whose lengths differ by more than the limit are further apart than it.
-	if limit := 2; abs(len(d.host)-len(svc.Hostname)) <= limit && strdist.Levenshtein(d.host, svc.Hostname) <= limit {
+	if limit := 2; abs(len(host)-len(svcHost)) <= limit && strdist.Levenshtein(host, svcHost) <= limit {
 		return "it differs from the service's host by a few characters", true
 	}
 	return "", false

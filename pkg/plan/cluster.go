@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/index"
@@ -185,27 +188,134 @@ func (c *Cluster) Load(ctx context.Context, load Loader) (*model.Snapshot, error
 // of the Node it runs on (the kube controller's getPodLocality), for the client sidecar and for
 // the endpoints alike, so the Nodes of the client pod and of the pods the host's Services and
 // ServiceEntries select are read, once those pods are known: one get per node name, run
-// concurrently by the loader, and nothing else. Files are filtered by the same reads. A node
-// that does not exist is simply absent; a read that is refused or fails leaves the locality of
-// the pods on it unknown, with a warning, and the explanation goes on.
+// concurrently by the loader. The same phase gets the Services whose absence would make a
+// DestinationRule that was read look meant for the host (NearMissServices). Files are filtered
+// by the same reads. A node or Service that does not exist is simply absent; a node read that
+// is refused or fails leaves the locality of the pods on it unknown, with a warning, and the
+// explanation goes on.
 func (c *Cluster) loadNodes(ctx context.Context, load Loader, snap *model.Snapshot) (*model.Snapshot, error) {
 	names := c.NodeNames(snap)
-	if len(names) == 0 {
+	var reads []source.Read
+	if len(names) > 0 {
+		reads = append(reads, source.Read{Kind: source.KindNode, Namespaces: names})
+	}
+	services := c.NearMissReads(snap)
+	reads = append(reads, services...)
+	if len(reads) == 0 {
 		return snap, nil
 	}
-	nodes, err := load(ctx, c.Spec([]source.Read{{Kind: source.KindNode, Namespaces: names}}))
+	more, err := load(ctx, c.Spec(reads))
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, err
 		}
-		msg := fmt.Sprintf("cannot get nodes/%s: %v; locality unknown for the pods on them", strings.Join(names, ", nodes/"), err)
-		nodes = &model.Snapshot{
-			Issues:     []model.LoadIssue{{Severity: "warning", Message: msg, Incomplete: []string{source.KindNode}}},
-			Incomplete: map[string]string{source.KindNode: msg},
+		more = &model.Snapshot{Incomplete: map[string]string{}}
+		if len(names) > 0 {
+			msg := fmt.Sprintf("cannot get nodes/%s: %v; locality unknown for the pods on them", strings.Join(names, ", nodes/"), err)
+			more.Issues = append(more.Issues, model.LoadIssue{Severity: "warning", Message: msg, Incomplete: []string{source.KindNode}})
+			more.Incomplete[source.KindNode] = msg
+		}
+		if len(services) > 0 {
+			msg := fmt.Sprintf("cannot read the Services DestinationRules name near the host: %v; a rule reported as matching no service (D1) may match one", err)
+			more.Issues = append(more.Issues, model.LoadIssue{Severity: "warning", Message: msg, Incomplete: []string{source.KindService}})
+			more.Incomplete[source.KindService] = msg
 		}
 	}
-	mergeNodes(snap, nodes)
+	mergeSecondPhase(snap, more)
 	return snap, nil
+}
+
+// nearMissLimit is the number of Services of one namespace the second phase gets by name;
+// beyond it, it lists the namespace's Services.
+const nearMissLimit = 10
+
+// NearMissReads are the reads of NearMissServices, one per namespace: the names, or the
+// namespace's list when there are more than nearMissLimit.
+func (c *Cluster) NearMissReads(snap *model.Snapshot) []source.Read {
+	var reads []source.Read
+	byNS := c.NearMissServices(snap)
+	for _, ns := range slices.Sorted(maps.Keys(byNS)) {
+		r := source.Read{Kind: source.KindService, Namespaces: []string{ns}}
+		if len(byNS[ns]) <= nearMissLimit {
+			r.Names = byNS[ns]
+		}
+		reads = append(reads, r)
+	}
+	return reads
+}
+
+// NearMissServices are the Services, by namespace (names sorted), that the snapshot lacks and
+// that DestinationRules in it name by a Service host which, were no Service to hold it, D1
+// would report as probably meant for the host (index.MeantFor: a near miss, a short name
+// expanded in another namespace): the plan gets the host's own Service by name and lists no
+// other Service of its namespace, nor of the root namespace or the client's, so whether such
+// a rule matches a service is not known from the first reads.
+func (c *Cluster) NearMissServices(snap *model.Snapshot) map[string][]string {
+	listed, all := c.listedServiceNamespaces()
+	if all {
+		return nil
+	}
+	type target struct{ host, name, ns string }
+	var targets []target
+	for _, h := range meshhost.Candidates(c.q.Host, c.q.Namespace) {
+		name, ns := serviceOf(h)
+		targets = append(targets, target{h, name, ns})
+	}
+	have := map[string]bool{}
+	for _, s := range snap.Services {
+		have[s.Namespace+"/"+s.Name] = true
+	}
+	out := map[string][]string{}
+	for _, dr := range snap.DestinationRules {
+		raw := dr.Spec.GetHost()
+		name, ns := serviceOf(meshhost.ResolveShortname(raw, dr.Namespace))
+		if name == "" || listed[ns] || have[ns+"/"+name] {
+			continue
+		}
+		for _, t := range targets {
+			if _, ok := index.MeantFor(raw, dr.Namespace, t.host, t.name, t.ns, t.name != ""); ok {
+				have[ns+"/"+name] = true
+				out[ns] = append(out[ns], name)
+				break
+			}
+		}
+	}
+	for _, names := range out {
+		slices.Sort(names)
+	}
+	return out
+}
+
+// listedServiceNamespaces are the namespaces whose Services the plan lists; all when it lists
+// them everywhere.
+func (c *Cluster) listedServiceNamespaces() (map[string]bool, bool) {
+	listed := map[string]bool{}
+	for _, r := range c.Reads() {
+		if r.Kind != source.KindService || r.Names != nil {
+			continue
+		}
+		if r.Namespaces == nil {
+			return nil, true
+		}
+		for _, ns := range r.Namespaces {
+			listed[ns] = true
+		}
+	}
+	return listed, false
+}
+
+// serviceOf is the name and namespace of the Kubernetes Service a fully qualified host
+// (`name.namespace.svc.<domain>`) names; "" for any other host.
+func serviceOf(h string) (name, namespace string) {
+	rest, ok := strings.CutSuffix(h, ".svc."+meshhost.DomainSuffix)
+	if !ok {
+		return "", ""
+	}
+	name, namespace, ok = strings.Cut(rest, ".")
+	if !ok || name == "" || namespace == "" || strings.Contains(namespace, ".") {
+		return "", ""
+	}
+	return name, namespace
 }
 
 // NodeNames returns the nodes, sorted, of the client pod (a --from deployment's first pod) and of
@@ -266,17 +376,25 @@ func definesHost(seHosts, candidates []string) bool {
 	})
 }
 
-// mergeNodes adds what the node read found to snap: the Nodes snap does not hold yet, their
-// sources, and the load issues about Nodes (a node load of files reads the files again, so
-// their other issues are already in snap).
-func mergeNodes(snap, nodes *model.Snapshot) {
-	for _, n := range nodes.Nodes {
-		if snap.Node(n.Name) != nil {
-			continue
+// mergeSecondPhase adds what the second phase found to snap: the Nodes and Services snap does
+// not hold yet, their sources, and the load issues about those kinds (a load of files in that
+// phase reads the files again, so their other issues are already in snap).
+func mergeSecondPhase(snap, more *model.Snapshot) {
+	var added []model.ObjectKey
+	for _, n := range more.Nodes {
+		if snap.Node(n.Name) == nil {
+			snap.Nodes = append(snap.Nodes, n)
+			added = append(added, model.ObjectKey{Kind: source.KindNode, Name: n.Name})
 		}
-		snap.Nodes = append(snap.Nodes, n)
-		key := model.ObjectKey{Kind: source.KindNode, Name: n.Name}
-		if src, ok := nodes.Sources[key]; ok {
+	}
+	for _, svc := range more.Services {
+		if !slices.ContainsFunc(snap.Services, func(s *corev1.Service) bool { return s.Namespace == svc.Namespace && s.Name == svc.Name }) {
+			snap.Services = append(snap.Services, svc)
+			added = append(added, model.ObjectKey{Kind: source.KindService, Namespace: svc.Namespace, Name: svc.Name})
+		}
+	}
+	for _, key := range added {
+		if src, ok := more.Sources[key]; ok {
 			if snap.Sources == nil {
 				snap.Sources = map[model.ObjectKey]model.Source{}
 			}
@@ -284,17 +402,19 @@ func mergeNodes(snap, nodes *model.Snapshot) {
 		}
 	}
 	snap.Sort()
-	for _, is := range nodes.Issues {
-		about := slices.Contains(is.Incomplete, source.KindNode) || (is.Resource != nil && is.Resource.Kind == source.KindNode)
-		if about && !slices.ContainsFunc(snap.Issues, func(x model.LoadIssue) bool { return x.String() == is.String() }) {
-			snap.Issues = append(snap.Issues, is)
+	for _, kind := range []string{source.KindNode, source.KindService} {
+		for _, is := range more.Issues {
+			about := slices.Contains(is.Incomplete, kind) || (is.Resource != nil && is.Resource.Kind == kind)
+			if about && !slices.ContainsFunc(snap.Issues, func(x model.LoadIssue) bool { return x.String() == is.String() }) {
+				snap.Issues = append(snap.Issues, is)
+			}
 		}
-	}
-	if why, ok := nodes.Incomplete[source.KindNode]; ok {
-		if snap.Incomplete == nil {
-			snap.Incomplete = map[string]string{}
+		if why, ok := more.Incomplete[kind]; ok {
+			if snap.Incomplete == nil {
+				snap.Incomplete = map[string]string{}
+			}
+			snap.Incomplete[kind] = why
 		}
-		snap.Incomplete[source.KindNode] = why
 	}
 }
 

@@ -2,7 +2,7 @@
 // of a `cluster` or `authz` answer, the predicates that let the loader skip what cannot change
 // it, and the corrections made once a snapshot shows a guess wrong (the root namespace MeshConfig
 // sets, the namespaces of the ServiceEntries that define a host, the Nodes of the pods that
-// matter, a host or pod not found). It does no I/O of its own: the command hands it a Loader
+// matter, the Services DestinationRules name near the host, a host or pod not found). It does no I/O of its own: the command hands it a Loader
 // (source.Load with the command's flags) and the engine, and gets the snapshot and the answer.
 // The benchmark's bare-reads client (hack/meshgen) takes its reads from here too.
 //

@@ -1,0 +1,157 @@
+package cli
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/source"
+)
+
+// everyObject is a cluster that answers every read with every object of dir, as if the plan
+// read the whole cluster.
+func everyObject(dir string) LoadFunc {
+	return func(ctx context.Context, s source.Spec) (*model.Snapshot, error) {
+		s.Getter, s.Files, s.Overlay, s.FilterFiles = nil, []string{dir}, false, false
+		s.DestinationRuleInFull, s.VirtualServiceNeeded = nil, nil
+		return source.Load(ctx, s)
+	}
+}
+
+// TestClusterPlanReadsEnough runs the cluster command of every cluster scenario, and of
+// meshes whose Services are named a few characters apart, once with what its plan reads and
+// once with every object of the folder: the answers must be the same, diagnostics included.
+// A plan that reads too little shows here: reading only the host's own Service of its
+// namespace made every DestinationRule for a Service named a few characters from the host a
+// near miss that matches no service (D1).
+func TestClusterPlanReadsEnough(t *testing.T) {
+	t.Chdir(repoRoot(t))
+	type run struct {
+		dir string
+		cmd []string
+	}
+	var runs []run
+	for _, dir := range scenarioDirs(t, "cluster") {
+		runs = append(runs, run{dir, scenarioArgs(t, dir)})
+	}
+	near := t.TempDir()
+	if err := os.WriteFile(filepath.Join(near, "mesh.yaml"), []byte(nearMissMesh), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range [][]string{
+		{"cluster", "api-v1", "-n", "shop"},
+		{"cluster", "api-v1.shop", "-n", "web"},
+		{"cluster", "api-v1.shop", "-n", "web", "--from", "pod/web-0"},
+	} {
+		runs = append(runs, run{near, cmd})
+	}
+	for _, r := range runs {
+		for _, format := range []string{"table", "json"} {
+			cmd := append(append([]string{}, r.cmd...), "-o", format)
+			name := filepath.Base(r.dir) + "/" + strings.Join(cmd, " ")
+			t.Run(name, func(t *testing.T) {
+				want := runWithLoad(t, everyObject(r.dir), cmd...)
+				got := runWithLoad(t, fileCluster(r.dir, nil), cmd...)
+				if got != want {
+					t.Errorf("kubectl mesh-explain %s: with the plan's reads:\n%+v\nwith every object:\n%+v", strings.Join(cmd, " "), got, want)
+				}
+			})
+		}
+	}
+	// The mesh's one real near miss is still reported, and the rules for Services that exist
+	// are not.
+	res := runWithLoad(t, fileCluster(near, nil), "cluster", "api-v1", "-n", "shop", "-o", "json")
+	if !strings.Contains(res.stdout, `DestinationRule shop/api-v3 host \"api-v3.shop.svc.cluster.local\" matches no service`) {
+		t.Errorf("the near miss api-v3 is not reported:\n%s", res)
+	}
+	for _, rule := range []string{"shop/api-v2", "web/api-v1", "istio-system/api-v1"} {
+		if strings.Contains(res.stdout, "DestinationRule "+rule+" host") {
+			t.Errorf("DestinationRule %s, whose Service exists, is reported as matching no service:\n%s", rule, res)
+		}
+	}
+}
+
+// nearMissMesh has Services a few characters apart (api-v1, api-v2 in shop; api-v1 in web and
+// in istio-system), a DestinationRule for each, and one for api-v3, which does not exist.
+const nearMissMesh = `apiVersion: v1
+kind: Namespace
+metadata: {name: shop}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: web}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: api-v1, namespace: shop}
+spec:
+  clusterIP: 10.0.0.1
+  ports: [{name: http, port: 80}]
+  selector: {app: api, version: v1}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: api-v2, namespace: shop}
+spec:
+  clusterIP: 10.0.0.2
+  ports: [{name: http, port: 80}]
+  selector: {app: api, version: v2}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: api-v1, namespace: web}
+spec:
+  clusterIP: 10.0.0.3
+  ports: [{name: http, port: 80}]
+  selector: {app: web-api}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: api-v1, namespace: istio-system}
+spec:
+  clusterIP: 10.0.0.4
+  ports: [{name: http, port: 80}]
+  selector: {app: mesh-api}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web-0
+  namespace: web
+  labels: {app: web}
+  annotations: {sidecar.istio.io/status: '{}'}
+spec:
+  containers: [{name: web, image: web}, {name: istio-proxy, image: proxyv2}]
+status: {podIP: 10.1.0.9}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: api-v2, namespace: shop}
+spec:
+  host: api-v2.shop.svc.cluster.local
+  trafficPolicy: {loadBalancer: {simple: ROUND_ROBIN}}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: api-v3, namespace: shop}
+spec:
+  host: api-v3.shop.svc.cluster.local
+  trafficPolicy: {loadBalancer: {simple: ROUND_ROBIN}}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: api-v1, namespace: web}
+spec:
+  host: api-v1
+  trafficPolicy: {loadBalancer: {simple: RANDOM}}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: api-v1, namespace: istio-system}
+spec:
+  host: api-v1
+  trafficPolicy: {loadBalancer: {simple: RANDOM}}
+`
