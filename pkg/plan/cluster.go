@@ -204,7 +204,9 @@ func (c *Cluster) loadNodes(ctx context.Context, load Loader, snap *model.Snapsh
 	if len(reads) == 0 {
 		return snap, nil
 	}
-	more, err := load(ctx, c.Spec(reads))
+	spec := c.Spec(reads)
+	spec.Supplement = true
+	more, err := load(ctx, spec)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, err

@@ -152,14 +152,15 @@ func unanswered(tasks []*readTask) *readTask {
 	return first
 }
 
-// readLive reads spec.Reads and the mesh ConfigMap, concurrently. A load that reads nothing but
-// Nodes (the nodes of pods an earlier load found) does not read the mesh ConfigMap again.
+// readLive reads spec.Reads and the mesh ConfigMap, concurrently. A load that adds to an
+// earlier one (Supplement), or reads nothing but Nodes (the nodes of pods an earlier load
+// found), does not read the mesh ConfigMap again.
 func (l *loader) readLive(ctx context.Context, c *clients) error {
 	tasks, err := planReads(l.spec.Reads)
 	if err != nil {
 		return err
 	}
-	if len(l.spec.Reads) == 0 || slices.ContainsFunc(l.spec.Reads, func(r Read) bool { return r.Kind != KindNode }) {
+	if !l.spec.Supplement && (len(l.spec.Reads) == 0 || slices.ContainsFunc(l.spec.Reads, func(r Read) bool { return r.Kind != KindNode })) {
 		tasks = append(tasks, &readTask{mesh: true})
 	}
 

@@ -69,6 +69,9 @@ type Spec struct {
 	// MaxInputBytes limits the size of any single input: a file, standard input, the
 	// --meshconfig file (0: DefaultMaxInputBytes). A larger input ends the load.
 	MaxInputBytes int64
+	// Supplement marks a load that adds objects to an earlier one (a second read phase): it
+	// does not read the mesh ConfigMap again.
+	Supplement bool
 	// Cache, when set, keeps what is read of Files across the loads that share it, so that
 	// loading the same files again (a corrected plan, a second read phase) neither reads nor
 	// parses them again. Nil reads every file afresh.
