@@ -223,11 +223,21 @@ func kindTasks(reads []source.Read) []*bareTask {
 	names := map[string]map[string][]string{}
 	all := map[string]bool{}
 	labeled := map[string][]string{}
+	nsLabeled := map[string]map[string][]string{}
 	for _, r := range reads {
 		switch {
 		case r.Namespaces == nil && r.Labeled != "":
 			if !slices.Contains(labeled[r.Kind], r.Labeled) {
 				labeled[r.Kind] = append(labeled[r.Kind], r.Labeled)
+			}
+		case r.Labeled != "":
+			for _, ns := range r.Namespaces {
+				if nsLabeled[r.Kind] == nil {
+					nsLabeled[r.Kind] = map[string][]string{}
+				}
+				if !slices.Contains(nsLabeled[r.Kind][ns], r.Labeled) {
+					nsLabeled[r.Kind][ns] = append(nsLabeled[r.Kind][ns], r.Labeled)
+				}
 			}
 		case r.Namespaces == nil:
 			all[r.Kind] = true
@@ -245,7 +255,7 @@ func kindTasks(reads []source.Read) []*bareTask {
 	var tasks []*bareTask
 	for _, k := range bareKinds {
 		list, listed := nss[k.kind]
-		if _, named := names[k.kind]; !listed && !named && !all[k.kind] && labeled[k.kind] == nil {
+		if _, named := names[k.kind]; !listed && !named && !all[k.kind] && labeled[k.kind] == nil && nsLabeled[k.kind] == nil {
 			continue
 		}
 		if all[k.kind] {
@@ -266,6 +276,16 @@ func kindTasks(reads []source.Read) []*bareTask {
 		}
 		for _, key := range labeled[k.kind] {
 			tasks = append(tasks, &bareTask{kind: k, path: k.prefix + "/" + k.resource, selector: key})
+		}
+		for _, ns := range slices.Sorted(maps.Keys(nsLabeled[k.kind])) {
+			if ns == "" || slices.Contains(list, ns) {
+				continue
+			}
+			for _, key := range nsLabeled[k.kind][ns] {
+				if !slices.Contains(labeled[k.kind], key) {
+					tasks = append(tasks, &bareTask{kind: k, path: k.prefix + "/namespaces/" + ns + "/" + k.resource, selector: key})
+				}
+			}
 		}
 		for _, ns := range slices.Sorted(maps.Keys(names[k.kind])) {
 			if ns == "" || slices.Contains(list, ns) {

@@ -113,7 +113,8 @@ func TestAuthzPlanGetsThePod(t *testing.T) {
 		args string
 		pods string
 	}{
-		{"authz pod/svc-00002-x -n ns-002", "/api/v1/namespaces/ns-002/pods/svc-00002-x"},
+		// The pod, and its namespace's waypoint pods (labelled with their Gateway's name).
+		{"authz pod/svc-00002-x -n ns-002", "/api/v1/namespaces/ns-002/pods?labelSelector=gateway.networking.k8s.io/gateway-name /api/v1/namespaces/ns-002/pods/svc-00002-x"},
 		{"authz -l app=svc-00002 -n ns-002", "/api/v1/namespaces/ns-002/pods"},
 		{"authz deployment/svc-00002 -n ns-002", "/api/v1/namespaces/ns-002/pods"},
 	} {
@@ -128,10 +129,14 @@ func TestAuthzPlanGetsThePod(t *testing.T) {
 		var pods []string
 		for _, task := range tasksFor(reads, a.istioNamespace) {
 			if task.kind.kind == "Pod" {
-				pods = append(pods, task.path)
+				path := task.path
+				if task.selector != "" {
+					path += "?labelSelector=" + task.selector
+				}
+				pods = append(pods, path)
 			}
 		}
-		if len(pods) != 1 || pods[0] != tc.pods {
+		if strings.Join(pods, " ") != tc.pods {
 			t.Errorf("%s: pod reads %v, want [%s]", tc.args, pods, tc.pods)
 		}
 	}

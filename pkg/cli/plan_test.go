@@ -19,12 +19,16 @@ import (
 )
 
 // readsByKind turns a plan into kind → namespaces ("*" for all namespaces), and the names got
-// in them after a colon.
+// in them after a colon, or the label of a labelled read after a tilde.
 func readsByKind(reads []source.Read) map[string]string {
 	out := map[string]string{}
 	for _, r := range reads {
 		var s string
 		switch {
+		case r.Labeled != "" && r.Namespaces == nil:
+			s = "*~" + r.Labeled
+		case r.Labeled != "":
+			s = strings.Join(r.Namespaces, ",") + "~" + r.Labeled
 		case r.Namespaces == nil:
 			s = "*"
 		case r.Names != nil:
@@ -269,7 +273,7 @@ func TestAuthzReadPlan(t *testing.T) {
 		{
 			name: "pod: its namespace and the root namespace, the pod by name",
 			args: []string{"authz", "pod/a", "-n", "foo"},
-			want: []map[string]string{{"Namespace": "foo,istio-system", "Pod": "foo:a", "PeerAuthentication": "foo,istio-system",
+			want: []map[string]string{{"Namespace": "foo,istio-system", "Pod": "foo:a+foo~gateway.networking.k8s.io/gateway-name", "PeerAuthentication": "foo,istio-system",
 				"AuthorizationPolicy": "foo,istio-system", "RequestAuthentication": "foo,istio-system", "Service": "foo", "Gateway": "foo"}},
 			wantQuery: ztunnelauthz.Query{Namespace: "foo", Workload: ztunnelauthz.WorkloadRef{Kind: "pod", Name: "a"}},
 		},
@@ -325,7 +329,7 @@ func TestAuthzPodNotFoundListsItsNamespace(t *testing.T) {
 				t.Fatalf("exit code %d, want %d:\n%s", r.code, ExitError, r)
 			}
 			checkSpecs(t, f.specs, mode)
-			if len(f.specs) != 2 || readsByKind(f.specs[0].Reads)["Pod"] != "foo:ab" || readsByKind(f.specs[1].Reads)["Pod"] != "foo" {
+			if len(f.specs) != 2 || readsByKind(f.specs[0].Reads)["Pod"] != "foo:ab+foo~gateway.networking.k8s.io/gateway-name" || readsByKind(f.specs[1].Reads)["Pod"] != "foo" {
 				t.Fatalf("want the pod by name, then the pods of its namespace; got %d loads: %+v", len(f.specs), f.specs)
 			}
 			if want := "error: pod foo/ab not found (pods in foo: a, b)\n"; r.stderr != want {

@@ -25,8 +25,10 @@ type AuthzQuery struct {
 }
 
 // Authz is what `authz` reads from a cluster: the workload's and the root namespace's
-// Namespace objects (ambient enrolment, by get), the pod of pod/NAME (by get) or the pods (and
-// deployments) of the namespace, the PeerAuthentications and AuthorizationPolicies of the
+// Namespace objects (ambient enrolment, by get), the pod of pod/NAME (by get) with the pods of
+// the namespace's waypoints (those labelled gateway.networking.k8s.io/gateway-name: their
+// service account is the identity the pod's ztunnel sees), or the pods (and deployments) of the
+// namespace, the PeerAuthentications and AuthorizationPolicies of the
 // namespace and the root namespace, the RequestAuthentications of both (request principals on
 // a sidecar), the Services of the namespace (waypoint and
 // service-targeted policies, a sidecar's ports) and of the namespaces of ext_authz providers,
@@ -74,6 +76,14 @@ func (a *Authz) Reads() []source.Read {
 	}
 	if len(a.waypointNs) > 0 {
 		reads[3].Namespaces = namespaces(append([]string{ns, root}, a.waypointNs...)...)
+	}
+	if a.podByName() {
+		// The pods of the waypoints the pod's Services may use, for their service account
+		// (the identity the pod's ztunnel sees): those of the namespace and of the namespaces
+		// whose waypoints its Services name, which carry the Gateway's name.
+		reads = append(reads, source.Read{Kind: source.KindPod, Namespaces: namespaces(append([]string{ns}, a.waypointNs...)...), Labeled: labelGatewayName})
+	} else if len(a.waypointNs) > 0 {
+		reads = append(reads, source.Read{Kind: source.KindPod, Namespaces: namespaces(a.waypointNs...), Labeled: labelGatewayName})
 	}
 	if a.q.Kind == "deployment" {
 		reads = append(reads, source.Read{Kind: source.KindDeployment, Namespaces: namespaces(ns)})

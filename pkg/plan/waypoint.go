@@ -12,7 +12,10 @@ import (
 
 // Labels that bind objects to a waypoint (istio.io/api/label).
 const (
-	labelUseWaypoint   = "istio.io/use-waypoint"
+	labelUseWaypoint = "istio.io/use-waypoint"
+	// labelGatewayName is on the pods of a Gateway's deployment (a waypoint's): it names the
+	// Gateway.
+	labelGatewayName   = "gateway.networking.k8s.io/gateway-name"
 	labelUseWaypointNS = "istio.io/use-waypoint-namespace"
 )
 

@@ -186,6 +186,21 @@ func TestFilterFilesKeepsWhatAClusterReadWould(t *testing.T) {
 			want: []string{"Pod b/p", "Pod b/q", "Pod c/r", "Service a/web", "Service b/web"},
 		},
 		{
+			name: "labelled reads in namespaces: the objects there that carry the label",
+			reads: []Read{
+				{Kind: KindPod, Namespaces: []string{"b", "c"}, Labeled: "istio.io/use-waypoint"},
+			},
+			want: []string{"Pod c/r"},
+		},
+		{
+			name: "a labelled read in a namespace another read lists reads it whole",
+			reads: []Read{
+				{Kind: KindPod, Namespaces: []string{"b", "c"}, Labeled: "istio.io/use-waypoint"},
+				{Kind: KindPod, Namespaces: []string{"b"}},
+			},
+			want: []string{"Pod b/p", "Pod b/q", "Pod c/r"},
+		},
+		{
 			name: "a read of every namespace reads past the label",
 			reads: []Read{
 				{Kind: KindPod, Labeled: "istio.io/use-waypoint"},

@@ -301,6 +301,16 @@ func planReads(reads []Read) ([]*readTask, error) {
 			for _, key := range sc.labeled {
 				tasks = append(tasks, &readTask{kind: ki, selector: key})
 			}
+			for _, ns := range slices.Sorted(maps.Keys(sc.nsLabeled)) {
+				if sc.namespaces[ns] {
+					continue
+				}
+				for _, key := range sc.nsLabeled[ns] {
+					if !slices.Contains(sc.labeled, key) {
+						tasks = append(tasks, &readTask{kind: ki, ns: ns, selector: key})
+					}
+				}
+			}
 		}
 		for _, ns := range slices.Sorted(maps.Keys(sc.names)) {
 			if sc.namespaces[ns] {

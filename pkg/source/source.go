@@ -90,10 +90,12 @@ type Read struct {
 	// one pod, not its namespace's, and `cluster HOST` the host's Service. A namespace another
 	// Read of the kind lists is listed.
 	Names []string
-	// Labeled, with Namespaces nil, reads only the objects that carry this label, in every
-	// namespace (a list with the label selector KEY): `authz waypoint/NAME` needs the Services
-	// of other namespaces only when their istio.io/use-waypoint label may name it. A namespace
-	// another Read of the kind lists is read whole.
+	// Labeled reads only the objects that carry this label (a list with the label selector
+	// KEY): in every namespace with Namespaces nil (`authz waypoint/NAME` needs the Services of
+	// other namespaces only when their istio.io/use-waypoint label may name it), else in each
+	// of Namespaces (`authz pod/NAME` needs of its namespace's pods only the waypoints', which
+	// carry gateway.networking.k8s.io/gateway-name). A namespace another Read of the kind
+	// lists is read whole.
 	Labeled string
 }
 
@@ -217,6 +219,9 @@ type readScope struct {
 	names map[string]map[string]bool
 	// labeled are the labels whose objects are read in every namespace (Read.Labeled).
 	labeled []string
+	// nsLabeled are the labels whose objects are read in a namespace that is not listed, by
+	// namespace (Read.Labeled with Namespaces).
+	nsLabeled map[string][]string
 }
 
 // readScopes merges Reads by kind, as planReads does.
@@ -234,6 +239,15 @@ func readScopes(reads []Read) map[string]readScope {
 			}
 		case r.Namespaces == nil:
 			sc.all = true
+		case r.Labeled != "":
+			for _, ns := range r.Namespaces {
+				if ns != "" && !slices.Contains(sc.nsLabeled[ns], r.Labeled) {
+					if sc.nsLabeled == nil {
+						sc.nsLabeled = map[string][]string{}
+					}
+					sc.nsLabeled[ns] = append(sc.nsLabeled[ns], r.Labeled)
+				}
+			}
 		case r.Names != nil:
 			for _, ns := range r.Namespaces {
 				for _, name := range r.Names {
@@ -273,7 +287,8 @@ func (l *loader) planned(ki *kindInfo, ns, name string) bool {
 		return sc.namespaces[name]
 	}
 	// An object of a labelled read is kept until its labels are known (labelledOnly).
-	return sc.namespaces[ns] || sc.names[ns][name] || (!sc.all && len(sc.labeled) > 0 && ki.list != nil)
+	labelled := len(sc.labeled) > 0 || len(sc.nsLabeled[ns]) > 0
+	return sc.namespaces[ns] || sc.names[ns][name] || (!sc.all && labelled && ki.list != nil)
 }
 
 // labelledOnly returns the labels of which the object must carry one to be read, when Reads
@@ -281,10 +296,13 @@ func (l *loader) planned(ki *kindInfo, ns, name string) bool {
 // labels.
 func (l *loader) labelledOnly(ki *kindInfo, ns, name string) []string {
 	sc, ok := l.plan[ki.kind]
-	if !ok || sc.all || ki.cluster || len(sc.labeled) == 0 || sc.namespaces[ns] || sc.names[ns][name] {
+	if !ok || sc.all || ki.cluster || sc.namespaces[ns] || sc.names[ns][name] {
 		return nil
 	}
-	return sc.labeled
+	if len(sc.nsLabeled[ns]) == 0 {
+		return sc.labeled
+	}
+	return append(slices.Clip(sc.labeled), sc.nsLabeled[ns]...)
 }
 
 // appliedMesh is the effective mesh config and where it came from.

@@ -105,10 +105,10 @@ func (w *workload) waypointDiagnostics() []explain.Diagnostic {
 		if d := w.bypassedByPlaintext(f); d != nil {
 			out = append(out, *d)
 		}
-		// The pods of the waypoint may not be read (authz pod/NAME reads only its pod): the
-		// service account is then the one istiod's deployment controller gives them.
+		// The waypoint may have no pods yet (or the files hold none): the service account is
+		// then the one istiod's deployment controller gives them.
 		if len(out) > n && !f.fromPods {
-			w.res.Assumptions = append(w.res.Assumptions, fmt.Sprintf("waypoint %s's pods were not read (authz pod/NAME reads only its pod): their service account is taken from %s (%s)",
+			w.res.Assumptions = append(w.res.Assumptions, fmt.Sprintf("waypoint %s's pods are not in the input: its service account is taken from %s (%s)",
 				f.ref(), f.saFrom, strings.Join(f.sas, ", ")))
 		}
 	}

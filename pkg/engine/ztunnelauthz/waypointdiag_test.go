@@ -184,13 +184,13 @@ spec:
 				return []any{rootStrict, pod, usesWaypoint("waypoint"), waypointGateway("foo", "waypoint", false), allowClients(t)}
 			},
 			want:       []string{"identity cluster.local/ns/foo/sa/waypoint,", "once istiod has programmed the waypoint (the Gateway has no status.addresses yet)"},
-			assumption: "waypoint foo/waypoint's pods were not read (authz pod/NAME reads only its pod): their service account is taken from the Gateway's name, as istiod's deployment controller names the service account (waypoint)"},
+			assumption: "waypoint foo/waypoint's pods are not in the input: its service account is taken from the Gateway's name, as istiod's deployment controller names the service account (waypoint)"},
 		{name: "the service-account annotation names the identity when no waypoint pod is known",
 			objs: func(t *testing.T) []any {
 				return []any{rootStrict, pod, usesWaypoint("waypoint"), waypointGateway("foo", "waypoint", true, "gateway.istio.io/service-account", "wp-sa"), allowClients(t)}
 			},
 			want:       []string{"identity cluster.local/ns/foo/sa/wp-sa,"},
-			assumption: "their service account is taken from annotation gateway.istio.io/service-account on the Gateway (wp-sa)"},
+			assumption: "its service account is taken from annotation gateway.istio.io/service-account on the Gateway (wp-sa)"},
 		{name: "the waypoint pod's service account wins over the annotation; the trust domain is MeshConfig's",
 			objs: func(t *testing.T) []any {
 				return []any{rootStrict, pod, usesWaypoint("waypoint"), waypointGateway("foo", "waypoint", true, "gateway.istio.io/service-account", "wp-sa"),
@@ -227,7 +227,7 @@ spec:
 				t.Fatalf("%d W09 diagnostics, want 1: %+v (all: %v)", len(ds), ds, diagIDs(r))
 			}
 			d := ds[0]
-			if got := strings.Join(r.Assumptions, "\n"); (tc.assumption == "") != !strings.Contains(got, "pods were not read") ||
+			if got := strings.Join(r.Assumptions, "\n"); (tc.assumption == "") != !strings.Contains(got, "pods are not in the input") ||
 				!strings.Contains(got, tc.assumption) {
 				t.Errorf("assumptions %q, want one with %q", r.Assumptions, tc.assumption)
 			}
