@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -175,5 +176,34 @@ func TestAuthzPlanReadsEnough(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// TestCheckPlanReadsEnough is TestClusterPlanReadsEnough for `check -n NS`: the namespace of
+// every scenario's question, checked from what the plan reads and from every object of the
+// folder.
+func TestCheckPlanReadsEnough(t *testing.T) {
+	t.Chdir(repoRoot(t))
+	runs := 0
+	for _, kind := range []string{"cluster", "authz", "sidecar", "waypoint"} {
+		for _, dir := range scenarioDirs(t, kind) {
+			args := scenarioArgs(t, dir)
+			i := slices.Index(args, "-n")
+			if i < 0 || i+1 >= len(args) {
+				continue
+			}
+			cmd := []string{"check", "-n", args[i+1], "-o", "json", "--fail-on", "never"}
+			runs++
+			t.Run(kind+"/"+filepath.Base(dir), func(t *testing.T) {
+				want := runWithLoad(t, everyObject(dir), cmd...)
+				got := runWithLoad(t, fileCluster(dir, nil), cmd...)
+				if got != want {
+					t.Errorf("kubectl mesh-explain %s: with the plan's reads:\n%+v\nwith every object:\n%+v", strings.Join(cmd, " "), got, want)
+				}
+			})
+		}
+	}
+	if runs < 200 {
+		t.Errorf("%d scenario folders name a namespace, want most of them", runs)
 	}
 }
