@@ -95,6 +95,17 @@ func TestProxyPods(t *testing.T) {
 		}
 	}
 
+	// cluster --from the gateway's pod answers for the gateway (its type read from the live
+	// pod's istio-proxy arguments); from the waypoint's pod it is refused.
+	if c := runPlugin(kc, "cluster", "reviews", "-n", "gwpods", "--from", "pod/ingress-7c9d8b5f4-abcde"); c.code != 0 ||
+		!strings.Contains(c.stdout, "client proxy:   gateway (router) of pod gwpods/ingress-7c9d8b5f4-abcde") {
+		t.Errorf("cluster --from <gateway pod>: want the gateway's clusters\n%s", c)
+	}
+	if c := runPlugin(kc, "cluster", "reviews", "-n", "gwpods", "--from", "pod/waypoint-5d8f7c6b9-x2x7k"); c.code != 1 ||
+		!strings.Contains(c.stderr, "is a waypoint's instance") {
+		t.Errorf("cluster --from <waypoint pod>: want exit 1 naming the waypoint\n%s", c)
+	}
+
 	live := runPlugin(kc, "check", "-n", "gwpods", "-o", "json", "--fail-on", "never")
 	mustSucceed(t, live)
 	rep := checkReport(t, live)

@@ -27,6 +27,7 @@ import (
 	"istio.io/istio/pkg/test"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/meshhost"
+	mxmodel "github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 )
 
 // ProxyIstioVersion is the ISTIO_VERSION the client proxy reports.
@@ -130,8 +131,8 @@ func (sc *Scenario) BuildClientProxy() (*ClientProxy, error) {
 	}, nil
 }
 
-// PodProxy is the node the sidecar of a pod presents to istiod: the node ID
-// `sidecar~IP~POD.NS~NS.svc.cluster.local` and the metadata the injector and the agent set
+// PodProxy is the node the proxy of a pod presents to istiod: the node ID
+// `sidecar~IP~POD.NS~NS.svc.cluster.local` (`router~...` for a gateway's pod) and the metadata the injector and the agent set
 // (labels, annotations, addresses, service account, container ports). The pod must have a
 // status.podIP.
 func (sc *Scenario) PodProxy(pod *corev1.Pod) *ClientProxy {
@@ -148,8 +149,14 @@ func (sc *Scenario) PodProxy(pod *corev1.Pod) *ClientProxy {
 			podPorts = append(podPorts, pm.PodPort{Name: p.Name, ContainerPort: int(p.ContainerPort), Protocol: string(p.Protocol)})
 		}
 	}
+	// A gateway's istio-proxy runs as a router: its node ID says so (model.ProxyType reads the
+	// pod as istiod reads the node).
+	nodeType := "sidecar"
+	if typ, _ := mxmodel.ProxyType(pod); typ == mxmodel.ProxyRouter {
+		nodeType = "router"
+	}
 	return &ClientProxy{
-		ID: fmt.Sprintf("sidecar~%s~%s.%s~%s.svc.%s", pod.Status.PodIP, pod.Name, pod.Namespace, pod.Namespace, DomainSuffix),
+		ID: fmt.Sprintf("%s~%s~%s.%s~%s.svc.%s", nodeType, pod.Status.PodIP, pod.Name, pod.Namespace, pod.Namespace, DomainSuffix),
 		Metadata: model.NodeMetadata{
 			IstioVersion:     ProxyIstioVersion,
 			Labels:           pod.Labels,

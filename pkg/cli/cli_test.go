@@ -20,6 +20,8 @@ func TestOutputGoldens(t *testing.T) {
 		"testdata/scenarios/cluster/a10-subsets-eds",
 		"testdata/scenarios/cluster/d03a-dr-hidden-by-exportto",
 		"testdata/scenarios/cluster/d14a-port-level-drops-top-policy",
+		"testdata/scenarios/cluster/gw02-gateway-ignores-sidecar",
+		"testdata/scenarios/cluster/gw04-gateway-credentialname",
 		"testdata/scenarios/authz/b3-strict-with-exemption",
 		"testdata/scenarios/authz/c3-value-conversion",
 		"testdata/scenarios/authz/resolve-label-selector",

@@ -124,7 +124,7 @@ func NewCmdCluster(common *CommonOptions, runF func(context.Context, *ClusterOpt
 	fs.StringVarP(&o.Output, "output", "o", o.Output, outputUsage(ClusterFormats))
 	fs.Uint32Var(&o.Port, "port", o.Port, "Explain only this service port (same as HOST:PORT)")
 	fs.StringVar(&o.Subset, "subset", o.Subset, "Explain only this DestinationRule subset")
-	fs.StringVar(&o.From, "from", o.From, "The client sidecar: pod/NAME or deployment/NAME (its first pod) in -n, or namespace/NS (default: a sidecar in -n)")
+	fs.StringVar(&o.From, "from", o.From, "The client proxy: pod/NAME or deployment/NAME (its first pod) in -n, a sidecar or a gateway's, or namespace/NS (default: a sidecar in -n)")
 	fs.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces,
 		"Also read DestinationRules in every namespace, to report rules that target this host but can never apply (D2)")
 	return cmd

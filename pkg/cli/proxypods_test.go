@@ -183,7 +183,8 @@ func TestAuthzCapturedGatewayPodGetsZtunnelsAnswer(t *testing.T) {
 }
 
 // check leaves a gateway's pod out (not a client of the hosts, not a workload) and says how
-// many; a waypoint's pod is answered through its Gateway. cluster --from refuses both.
+// many; a waypoint's pod is answered through its Gateway. cluster --from answers for the
+// gateway and refuses the waypoint's pod.
 func TestCheckLeavesGatewayPodsOut(t *testing.T) {
 	dir := proxyPodsDir(t)
 	r := runMain(t, "", "check", "-f", dir, "-o", "json", "--fail-on", "never")
@@ -205,10 +206,13 @@ func TestCheckLeavesGatewayPodsOut(t *testing.T) {
 	if r := runMain(t, "", "check", "-f", dir, "--fail-on", "never"); !strings.Contains(r.stdout, ", left out 1 gateway pod: ") {
 		t.Errorf("the summary does not say a gateway pod was left out:\n%s", r)
 	}
-	for _, from := range []string{"pod/ingress-7c9d8b5f4-abcde", "pod/waypoint-5d8f7c6b9-x2x7k"} {
-		r := runMain(t, "", "cluster", "reviews", "-n", "app", "--from", from, "-f", dir)
-		if r.code != ExitError || !strings.Contains(r.stderr, "whose clusters istiod builds otherwise than a sidecar's") {
-			t.Errorf("cluster --from %s: %s", from, r)
-		}
+	// cluster --from a gateway's pod answers for the gateway; a waypoint's is refused.
+	if r := runMain(t, "", "cluster", "reviews", "-n", "app", "--from", "pod/ingress-7c9d8b5f4-abcde", "-f", dir); r.code != ExitOK ||
+		!strings.Contains(r.stdout, "client proxy:   gateway (router) of pod app/ingress-7c9d8b5f4-abcde") {
+		t.Errorf("cluster --from the gateway's pod: %s", r)
+	}
+	if r := runMain(t, "", "cluster", "reviews", "-n", "app", "--from", "pod/waypoint-5d8f7c6b9-x2x7k", "-f", dir); r.code != ExitError ||
+		!strings.Contains(r.stderr, "whose clusters istiod builds otherwise than a client's") {
+		t.Errorf("cluster --from the waypoint's pod: %s", r)
 	}
 }

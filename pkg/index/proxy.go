@@ -64,24 +64,19 @@ func (ix *Index) Proxy(kind, namespace, name string) (*Proxy, error) {
 	return nil, &explain.InvalidQueryError{Message: fmt.Sprintf("unknown proxy kind %q (use pod, deployment or namespace)", kind)}
 }
 
-// notSidecarProxy refuses a pod whose istio-proxy runs as a gateway (router) or a waypoint:
-// istiod builds their clusters otherwise than a sidecar's (they ignore Sidecar resources,
-// PushContext.getSidecarScope in pilot/pkg/model/push_context.go; a gateway gets EDS clusters
-// for headless services, convertResolution in pilot/pkg/networking/core/cluster.go), and the
-// engine answers for sidecars.
+// notSidecarProxy refuses a pod whose istio-proxy runs as a waypoint: istiod builds a
+// waypoint's clusters otherwise than a client's (its inbound VIP clusters, the outbound ones
+// only for what its routes name), and `authz waypoint/NAME` explains a waypoint. A gateway's
+// pod (a router) is answered, with the gateway's scope.
 func notSidecarProxy(pod *corev1.Pod) error {
 	typ, field, ok := model.GatewayOrWaypoint(pod)
-	if !ok {
+	if !ok || typ != model.ProxyWaypoint {
 		return nil
 	}
-	what := "an Istio gateway: its istio-proxy runs as a router"
-	if typ == model.ProxyWaypoint {
-		what = "a waypoint's instance: its istio-proxy runs as a waypoint"
-	}
-	return &explain.InvalidQueryError{Message: fmt.Sprintf("pod %s/%s is %s (%s), whose clusters istiod builds otherwise than a sidecar's (it ignores Sidecar resources); cluster explains the clusters of a sidecar: name a pod with one, or a namespace (--from namespace/NS)", pod.Namespace, pod.Name, what, field)}
+	return &explain.InvalidQueryError{Message: fmt.Sprintf("pod %s/%s is a waypoint's instance: its istio-proxy runs as a waypoint (%s), whose clusters istiod builds otherwise than a client's; cluster explains the clusters of a sidecar or a gateway: name a pod with one, or a namespace (--from namespace/NS), and authz waypoint/NAME explains the waypoint", pod.Namespace, pod.Name, field)}
 }
 
-// podProxy is the sidecar of pod.
+// podProxy is the proxy of pod: its sidecar, or the gateway it runs.
 func (ix *Index) podProxy(pod *corev1.Pod) *Proxy {
 	ref := provenance.Ref{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name}
 	p := &Proxy{
@@ -90,6 +85,10 @@ func (ix *Index) podProxy(pod *corev1.Pod) *Proxy {
 		Pod:         &ref,
 		Locality:    ix.proxyLocality(pod),
 		Description: fmt.Sprintf("sidecar of pod %s/%s", pod.Namespace, pod.Name),
+	}
+	if typ, field, ok := model.GatewayOrWaypoint(pod); ok && typ == model.ProxyRouter {
+		p.Router, p.RouterField = true, field
+		p.Description = fmt.Sprintf("gateway (router) of pod %s/%s", pod.Namespace, pod.Name)
 	}
 	for _, ip := range pod.Status.PodIPs {
 		p.IPs = append(p.IPs, ip.IP)

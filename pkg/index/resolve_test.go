@@ -154,20 +154,28 @@ func TestProxy(t *testing.T) {
 			}
 		})
 	}
-	// A gateway's or a waypoint's pod is not a sidecar: istiod builds their clusters otherwise.
-	for _, typ := range []string{"router", "waypoint"} {
-		t.Run(typ+" pod is refused", func(t *testing.T) {
-			gw := withPod(pod("gw-1", "edge", "10.1.0.9", nil), func(p *corev1.Pod) {
-				p.Spec.Containers = []corev1.Container{{Name: "istio-proxy", Args: []string{"proxy", typ}}}
-			})
-			var iq *explain.InvalidQueryError
-			_, err := Build(snapshot(gw)).Proxy("pod", "edge", "gw-1")
-			if !errors.As(err, &iq) || !strings.Contains(err.Error(), "pod edge/gw-1 is ") ||
-				!strings.Contains(err.Error(), "its istio-proxy runs as a "+typ+" (spec.containers[0].args[1])") {
-				t.Errorf("err = %v, want InvalidQueryError naming the proxy's type", err)
-			}
+	// A waypoint's pod is not a client: istiod builds its clusters otherwise.
+	t.Run("waypoint pod is refused", func(t *testing.T) {
+		wp := withPod(pod("wp-1", "edge", "10.1.0.9", nil), func(p *corev1.Pod) {
+			p.Spec.Containers = []corev1.Container{{Name: "istio-proxy", Args: []string{"proxy", "waypoint"}}}
 		})
-	}
+		var iq *explain.InvalidQueryError
+		_, err := Build(snapshot(wp)).Proxy("pod", "edge", "wp-1")
+		if !errors.As(err, &iq) || !strings.Contains(err.Error(), "pod edge/wp-1 is ") ||
+			!strings.Contains(err.Error(), "its istio-proxy runs as a waypoint (spec.containers[0].args[1])") {
+			t.Errorf("err = %v, want InvalidQueryError naming the proxy's type", err)
+		}
+	})
+	// A gateway's pod is a router: the field that says so is kept for the origins.
+	t.Run("router pod is a router proxy", func(t *testing.T) {
+		gw := withPod(pod("gw-1", "edge", "10.1.0.9", nil), func(p *corev1.Pod) {
+			p.Spec.Containers = []corev1.Container{{Name: "istio-proxy", Args: []string{"proxy", "router"}}}
+		})
+		p, err := Build(snapshot(gw)).Proxy("pod", "edge", "gw-1")
+		if err != nil || !p.Router || p.RouterField != "spec.containers[0].args[1]" || p.Description != "gateway (router) of pod edge/gw-1" {
+			t.Errorf("proxy = %+v, %v; want a router named by spec.containers[0].args[1]", p, err)
+		}
+	})
 	t.Run("unknown kind is an invalid query", func(t *testing.T) {
 		var iq *explain.InvalidQueryError
 		if _, err := ix.Proxy("statefulset", "frontend", "web"); !errors.As(err, &iq) {
@@ -233,6 +241,29 @@ func TestRuleMayApply(t *testing.T) {
 	} {
 		if got := RuleMayApply(tc.host, tc.ns, tc.ruleHost, tc.ruleNs); got != tc.want {
 			t.Errorf("RuleMayApply(%q, %q, %q, %q) = %v, want %v", tc.host, tc.ns, tc.ruleHost, tc.ruleNs, got, tc.want)
+		}
+	}
+}
+
+// A gateway's proxy gets its namespace's default scope whatever the Sidecars; a sidecar with
+// the same labels in the same namespace gets the Sidecar's (the two are kept apart).
+func TestRouterIgnoresSidecars(t *testing.T) {
+	labels := map[string]string{"app": "edge"}
+	side := pod("side-1", "edge", "10.1.0.8", labels)
+	gw := withPod(pod("gw-1", "edge", "10.1.0.9", labels), func(p *corev1.Pod) {
+		p.Spec.Containers = []corev1.Container{{Name: "istio-proxy", Args: []string{"proxy", "router"}}}
+	})
+	ix := Build(snapshot(side, gw, kubeSvc("reviews", "bookinfo", "http:9080"),
+		sidecar("default", "edge", nil, egress(0, "./*")), sidecar("root", "istio-system", nil, egress(0, "./*"))))
+	const host = "reviews.bookinfo.svc.cluster.local"
+	for _, name := range []string{"side-1", "gw-1", "side-1"} {
+		p, err := ix.Proxy("pod", "edge", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		svc, _, _ := ix.ServiceForProxy(p, host)
+		if (svc != nil) != p.Router {
+			t.Errorf("%s (router %v): %s visible: %v", name, p.Router, host, svc != nil)
 		}
 	}
 }

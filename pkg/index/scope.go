@@ -270,7 +270,23 @@ type sidecarScope struct {
 // first Sidecar whose workloadSelector matches the proxy labels (selector ones sorted first, then
 // by creation time), else the first selector-less one; else the root namespace's selector-less
 // Sidecar; else nil (the default scope).
+// SidecarIgnored is the Sidecar that would apply to p were it a sidecar, when p is a gateway's
+// proxy (nil otherwise): istiod gives a gateway its namespace's default scope whatever the
+// Sidecars (PushContext.getSidecarScope).
+func (ix *Index) SidecarIgnored(p *Proxy) *networkingv1.Sidecar {
+	if p == nil || !p.Router {
+		return nil
+	}
+	q := *p
+	q.Router = false
+	return ix.sidecarFor(&q)
+}
+
 func (ix *Index) sidecarFor(p *Proxy) *networkingv1.Sidecar {
+	if p.Router {
+		// A gateway always gets the default scope of its namespace (getSidecarScope).
+		return nil
+	}
 	sorted := slices.Clone(ix.snap.Sidecars)
 	slices.SortStableFunc(sorted, func(a, b *networkingv1.Sidecar) int {
 		return cmp.Or(a.CreationTimestamp.Time.Compare(b.CreationTimestamp.Time), strings.Compare(a.Name, b.Name), strings.Compare(a.Namespace, b.Namespace))
@@ -321,14 +337,14 @@ func (ix *Index) scopeOf(p *Proxy) *sidecarScope {
 	ix.mu.Lock()
 	ls := ix.lazyScopeOf(p)
 	ix.mu.Unlock()
-	ls.once.Do(func() { ls.scope = ix.buildScope(p.Namespace, ls.sidecar) })
+	ls.once.Do(func() { ls.scope = ix.buildScope(p.Namespace, ls.sidecar, ls.router) })
 	return ls.scope
 }
 
 // lazyScopeOf is the entry of the proxy's scope, made on first use; ix.mu is held.
 func (ix *Index) lazyScopeOf(p *Proxy) *lazyScope {
 	for _, e := range ix.scopes[p.Namespace] {
-		if mapsEqual(e.labels, p.Labels) {
+		if e.router == p.Router && mapsEqual(e.labels, p.Labels) {
 			return e.scope
 		}
 	}
@@ -337,24 +353,26 @@ func (ix *Index) lazyScopeOf(p *Proxy) *lazyScope {
 	sidecar := ix.sidecarFor(p)
 	var ls *lazyScope
 	for _, e := range ix.scopes[p.Namespace] {
-		if e.scope.sidecar == sidecar {
+		if e.scope.sidecar == sidecar && e.scope.router == p.Router {
 			ls = e.scope
 			break
 		}
 	}
 	if ls == nil {
-		ls = &lazyScope{sidecar: sidecar}
+		ls = &lazyScope{sidecar: sidecar, router: p.Router}
 	}
 	if ix.scopes == nil {
 		ix.scopes = map[string][]scopeEntry{}
 	}
-	ix.scopes[p.Namespace] = append(ix.scopes[p.Namespace], scopeEntry{labels: maps.Clone(p.Labels), scope: ls})
+	ix.scopes[p.Namespace] = append(ix.scopes[p.Namespace], scopeEntry{labels: maps.Clone(p.Labels), router: p.Router, scope: ls})
 	return ls
 }
 
-// scopeEntry is the sidecar scope of the proxies of one namespace with these labels.
+// scopeEntry is the sidecar scope of the proxies of one namespace with these labels, gateways
+// or sidecars.
 type scopeEntry struct {
 	labels map[string]string
+	router bool
 	scope  *lazyScope
 }
 
@@ -362,14 +380,18 @@ type scopeEntry struct {
 // built once by the first that asks.
 type lazyScope struct {
 	sidecar *networkingv1.Sidecar
-	once    sync.Once
-	scope   *sidecarScope
+	// router: the scope of a gateway's proxies (buildScope).
+	router bool
+	once   sync.Once
+	scope  *sidecarScope
 }
 
 // buildScope builds the sidecar scope of the proxies of namespace that get sidecar (nil: none)
 // (convertToSidecarScope + initSidecarScopeInternalIndexes): each egress listener imports
-// services and VirtualServices, then collectImportedServices unions them.
-func (ix *Index) buildScope(namespace string, sidecar *networkingv1.Sidecar) *sidecarScope {
+// services and VirtualServices, then collectImportedServices unions them. A gateway's scope
+// (router; DefaultSidecarScopeForGateway) has the services exported to the namespace and its
+// VirtualServices, but imports no service through a VirtualService's destinations.
+func (ix *Index) buildScope(namespace string, sidecar *networkingv1.Sidecar, router bool) *sidecarScope {
 	sc := &sidecarScope{namespace: namespace, sidecar: sidecar}
 	var egress []*networking.IstioEgressListener
 	if sc.sidecar != nil {
@@ -412,6 +434,9 @@ func (ix *Index) buildScope(namespace string, sidecar *networkingv1.Sidecar) *si
 			note(s, l, nil)
 		}
 		for _, vs := range l.vss {
+			if router {
+				break
+			}
 			for _, d := range vs.destinationsFor(namespace) {
 				byNs := ix.groups[d.host]
 				if len(byNs) == 0 {

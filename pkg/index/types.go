@@ -119,6 +119,13 @@ type Proxy struct {
 	Locality string
 	// Description is the header line: "sidecar of pod bookinfo/productpage-v1".
 	Description string
+	// Router is a gateway's proxy (its istio-proxy runs as a router): istiod gives it the
+	// default scope of its namespace whatever the Sidecars (PushContext.getSidecarScope), and
+	// builds some of its clusters otherwise than a sidecar's (convertResolution, the
+	// downstream protocol, credentialName).
+	Router bool
+	// RouterField is the field that makes the pod a gateway's, for the origins that name it.
+	RouterField string
 }
 
 // ConsolidatedRule is the merged DestinationRule istiod hands to cluster building for one host

@@ -72,7 +72,28 @@ func Cluster(seed uint64) *Scenario {
 	}
 	s.Docs = append(s.Docs, genClusterExtras(seed, w, s.Docs)...)
 	s.Command, s.Title = clusterArgs(g, w), fmt.Sprintf("generated cluster scenario, seed %d", seed)
+	if g.chance(0.2) {
+		// The client is a gateway's pod: its istio-proxy runs as a router (drawn last, so the
+		// rest of the scenario is what the seed gave before).
+		asRouter(s.Docs, "client", w.clientNs)
+	}
 	return s
+}
+
+// asRouter makes the pod name/ns of docs a gateway's: an istio-proxy container that runs
+// `proxy router`, as istiod's deployment controller and the gateway charts deploy it.
+func asRouter(docs []map[string]any, name, ns string) {
+	for _, d := range docs {
+		m, _ := d["metadata"].(map[string]any)
+		if d["kind"] != "Pod" || m["name"] != name || m["namespace"] != ns {
+			continue
+		}
+		spec := d["spec"].(map[string]any)
+		spec["containers"] = append(spec["containers"].([]any), map[string]any{
+			"name": "istio-proxy", "image": "docker.io/istio/proxyv2:1.28.0",
+			"args": []any{"proxy", "router", "--domain", "$(POD_NAMESPACE).svc.cluster.local"},
+		})
+	}
 }
 
 func clusterArgs(g *g, w *clusterWorld) string {

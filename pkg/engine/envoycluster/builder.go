@@ -287,9 +287,12 @@ func (st *clusterState) notSent(path, value string, o provenance.Origin) {
 	st.rec.SetNotSent(path, value, o)
 }
 
-// discoveryType mirrors cluster.go convertResolution for a sidecar.
+// discoveryType mirrors cluster.go convertResolution.
 func (b *builder) discoveryType() (clusterv3.Cluster_DiscoveryType, provenance.Origin) {
 	svc := b.in.Service
+	if svc.Resolution == index.Passthrough && b.router() {
+		return clusterv3.Cluster_EDS, b.proxyOrigin(b.in.Proxy.RouterField, "a gateway cannot use a passthrough cluster: the endpoints come from EDS")
+	}
 	switch svc.Resolution {
 	case index.DNSLB:
 		if strings.EqualFold(svc.Annotations["istio.io/connect-strategy"], "RACE_FIRST_TCP_CONNECT") {
@@ -561,9 +564,16 @@ func (st *clusterState) setUpstreamProtocol() {
 		st.set(pHPO+".explicitHttpConfig.httpProtocolOptions", "preserve_case header formatter",
 			b.meshOrigin("defaultConfig.proxyHeaders.preserveHttp1HeaderCase"))
 	}
-	if isAuto(proto) {
+	if isAuto(proto) && !b.router() {
+		// Not on a gateway, which sniffs no protocol (cluster_builder.go applyH2Upgrade's
+		// caller, setUseDownstreamProtocol only for sidecars and waypoints).
 		st.setUseDownstreamProtocol(b.registryOrigin(b.portField(), "unnamed port (protocol sniffed): the upstream uses the downstream protocol"))
 	}
+}
+
+// router reports whether the client proxy is a gateway's.
+func (b *builder) router() bool {
+	return b.in.Proxy != nil && b.in.Proxy.Router
 }
 
 // setUseDownstreamProtocol mirrors cluster_builder.go setUseDownstreamProtocol: it replaces any

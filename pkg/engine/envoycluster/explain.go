@@ -176,6 +176,9 @@ func (e *Explainer) Explain(q Query) (*explain.Result, error) {
 	if why, ok := e.snap.Incomplete["PeerAuthentication"]; ok {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("mTLS inference is incomplete: PeerAuthentications could not be read (%s); auto-mTLS assumes there are none", why))
 	}
+	if sc := e.ix.SidecarIgnored(proxy); sc != nil {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("Sidecar %s/%s does not apply to this gateway: istiod gives a gateway (router) the default scope of its namespace, every service exported to %s, whatever the Sidecars", sc.Namespace, sc.Name, proxy.Namespace))
+	}
 	hc, err := e.host(host, q.Port, q.Subset, slowPaths{})
 	if err != nil {
 		return nil, err

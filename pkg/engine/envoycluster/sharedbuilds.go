@@ -26,11 +26,14 @@ type SharedBuilds struct {
 }
 
 // buildKey is what the diagnostics of the builds depend on, besides the index: the service (as
-// the scope hands it over) and the selected rule. The keys hold their pointers, so neither is
-// collected and its address reused while SharedBuilds lives.
+// the scope hands it over), the selected rule, and whether the proxy is a gateway's (a
+// router's clusters differ: discovery type, downstream protocol, credentialName). The keys
+// hold their pointers, so neither is collected and its address reused while SharedBuilds
+// lives.
 type buildKey struct {
-	svc  *index.Service
-	rule *index.ConsolidatedRule
+	svc    *index.Service
+	rule   *index.ConsolidatedRule
+	router bool
 }
 
 type sharedBuild struct {
@@ -72,7 +75,7 @@ func (e *Explainer) HostDiagnostics(hostname string, shared *SharedBuilds) (*ind
 
 // diagnostics is buildDiagnostics(in), made once per service and rule.
 func (s *SharedBuilds) diagnostics(in Input) ([]explain.Diagnostic, error) {
-	k := buildKey{svc: in.Service, rule: in.Rule}
+	k := buildKey{svc: in.Service, rule: in.Rule, router: in.Proxy != nil && in.Proxy.Router}
 	s.mu.Lock()
 	b := s.m[k]
 	if b == nil {

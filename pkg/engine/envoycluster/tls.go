@@ -221,7 +221,7 @@ func (st *clusterState) tlsContext(ts *tlsSettings) (*tlsv3.UpstreamTlsContext, 
 	// credentialName on a sidecar with a selector-less DestinationRule is skipped (configmap://
 	// excepted) so sidecars do not wait for secrets they may not read.
 	withSelector := b.in.Rule != nil && b.in.Rule.Spec.GetWorkloadSelector() != nil
-	if tls.CredentialName != "" && !strings.HasPrefix(tls.CredentialName, "configmap://") && !withSelector &&
+	if tls.CredentialName != "" && !strings.HasPrefix(tls.CredentialName, "configmap://") && !withSelector && !b.router() &&
 		(tls.Mode == networking.ClientTLSSettings_SIMPLE || tls.Mode == networking.ClientTLSSettings_MUTUAL) {
 		st.d.add(diag.CredentialNameIgnored.New(
 			fmt.Sprintf("%s sets tls.credentialName %q, which istiod ignores on sidecars for DestinationRules without a workloadSelector: cluster %s goes out in plaintext", st.eff.src[bTLS].title(), tls.CredentialName, st.c.Name),
