@@ -85,6 +85,8 @@ type Proxy struct {
 	Pod         string            `json:"pod,omitempty"`
 	Labels      map[string]string `json:"labels,omitempty"`
 	IPs         []string          `json:"ips,omitempty"`
+	// Type is "router" for a gateway's proxy; omitted for a sidecar.
+	Type string `json:"type,omitempty"`
 }
 
 // Summary is one header line of an object: `discovery type: EDS`.

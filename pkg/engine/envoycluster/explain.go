@@ -342,6 +342,9 @@ func resultProxy(p *index.Proxy) *explain.Proxy {
 	if p.Pod != nil {
 		out.Pod = p.Pod.Name
 	}
+	if p.Router {
+		out.Type = "router"
+	}
 	return out
 }
 
