@@ -79,8 +79,9 @@ func NewCmdCheck(common *CommonOptions, runF func(context.Context, *CheckOptions
 			Clients are the default sidecar of each namespace and every injected pod; those that
 			must get the same answer (the same namespace, and the same values of the labels the
 			workloadSelectors of Sidecars, EnvoyFilters and DestinationRules read) are explained
-			once. The pods of gateways (their istio-proxy runs as a router) are not clients, and
-			not workloads unless ztunnel captures them; the summary counts those left out.
+			once. The pods of gateways (their istio-proxy runs as a router) are not among them
+			(cluster --from explains a gateway's clusters), and not workloads unless ztunnel
+			captures them; the summary counts those left out.
 
 			Scope: the -n namespace (default: the namespace of the kubeconfig context), every
 			namespace with -A, or, with -f and no -n, every namespace of the files. With
