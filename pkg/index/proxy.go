@@ -31,7 +31,7 @@ func (ix *Index) Proxy(kind, namespace, name string) (*Proxy, error) {
 	case "pod":
 		for _, pod := range ix.snap.Pods {
 			if pod.Namespace == namespace && pod.Name == name {
-				if err := notSidecarProxy(pod); err != nil {
+				if err := refuseWaypoint(pod); err != nil {
 					return nil, err
 				}
 				return ix.podProxy(pod), nil
@@ -50,7 +50,7 @@ func (ix *Index) Proxy(kind, namespace, name string) (*Proxy, error) {
 			return nil, &explain.NotFoundError{What: fmt.Sprintf("deployment %s/%s", namespace, name),
 				Hint: "neither the Deployment nor pods owned by its ReplicaSets are in the input"}
 		}
-		if err := notSidecarProxy(pods[0]); err != nil {
+		if err := refuseWaypoint(pods[0]); err != nil {
 			return nil, err
 		}
 		p := ix.podProxy(pods[0])
@@ -64,11 +64,11 @@ func (ix *Index) Proxy(kind, namespace, name string) (*Proxy, error) {
 	return nil, &explain.InvalidQueryError{Message: fmt.Sprintf("unknown proxy kind %q (use pod, deployment or namespace)", kind)}
 }
 
-// notSidecarProxy refuses a pod whose istio-proxy runs as a waypoint: istiod builds a
+// refuseWaypoint refuses a pod whose istio-proxy runs as a waypoint: istiod builds a
 // waypoint's clusters otherwise than a client's (its inbound VIP clusters, the outbound ones
 // only for what its routes name), and `authz waypoint/NAME` explains a waypoint. A gateway's
 // pod (a router) is answered, with the gateway's scope.
-func notSidecarProxy(pod *corev1.Pod) error {
+func refuseWaypoint(pod *corev1.Pod) error {
 	typ, field, ok := model.GatewayOrWaypoint(pod)
 	if !ok || typ != model.ProxyWaypoint {
 		return nil
