@@ -91,6 +91,9 @@ func NewCmdCluster(common *CommonOptions, runF func(context.Context, *ClusterOpt
 			# As seen by a pod of a deployment
 			kubectl mesh-explain cluster reviews -n bookinfo --from deploy/productpage-v1
 
+			# As the ingress gateway gets them (a gateway's pod: its istio-proxy runs as a router)
+			kubectl mesh-explain cluster reviews.bookinfo -n istio-ingress --from deploy/istio-ingressgateway
+
 			# Also report DestinationRules for reviews that no lookup ever reaches (D2)
 			kubectl mesh-explain cluster reviews -n bookinfo -A
 
