@@ -12,6 +12,17 @@ import (
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/source"
 )
 
+// answersAsEveryObject runs cmd on the objects of dir twice, with what its plan reads and with
+// every object, and fails when stdout, stderr or the exit code differ.
+func answersAsEveryObject(t *testing.T, dir string, cmd []string) {
+	t.Helper()
+	want := runWithLoad(t, everyObject(dir), cmd...)
+	got := runWithLoad(t, fileCluster(dir, nil), cmd...)
+	if got != want {
+		t.Errorf("kubectl mesh-explain %s: with the plan's reads:\n%+v\nwith every object:\n%+v", strings.Join(cmd, " "), got, want)
+	}
+}
+
 // everyObject is a cluster that answers every read with every object of dir, as if the plan
 // read the whole cluster.
 func everyObject(dir string) LoadFunc {
@@ -54,11 +65,7 @@ func TestClusterPlanReadsEnough(t *testing.T) {
 			cmd := append(append([]string{}, r.cmd...), "-o", format)
 			name := filepath.Base(r.dir) + "/" + strings.Join(cmd, " ")
 			t.Run(name, func(t *testing.T) {
-				want := runWithLoad(t, everyObject(r.dir), cmd...)
-				got := runWithLoad(t, fileCluster(r.dir, nil), cmd...)
-				if got != want {
-					t.Errorf("kubectl mesh-explain %s: with the plan's reads:\n%+v\nwith every object:\n%+v", strings.Join(cmd, " "), got, want)
-				}
+				answersAsEveryObject(t, r.dir, cmd)
 			})
 		}
 	}
@@ -168,11 +175,7 @@ func TestAuthzPlanReadsEnough(t *testing.T) {
 			for _, format := range []string{"table", "json"} {
 				cmd := append(append([]string{}, scenarioArgs(t, dir)...), "-o", format)
 				t.Run(kind+"/"+filepath.Base(dir)+"/"+format, func(t *testing.T) {
-					want := runWithLoad(t, everyObject(dir), cmd...)
-					got := runWithLoad(t, fileCluster(dir, nil), cmd...)
-					if got != want {
-						t.Errorf("kubectl mesh-explain %s: with the plan's reads:\n%+v\nwith every object:\n%+v", strings.Join(cmd, " "), got, want)
-					}
+					answersAsEveryObject(t, dir, cmd)
 				})
 			}
 		}
@@ -195,11 +198,7 @@ func TestCheckPlanReadsEnough(t *testing.T) {
 			cmd := []string{"check", "-n", args[i+1], "-o", "json", "--fail-on", "never"}
 			runs++
 			t.Run(kind+"/"+filepath.Base(dir), func(t *testing.T) {
-				want := runWithLoad(t, everyObject(dir), cmd...)
-				got := runWithLoad(t, fileCluster(dir, nil), cmd...)
-				if got != want {
-					t.Errorf("kubectl mesh-explain %s: with the plan's reads:\n%+v\nwith every object:\n%+v", strings.Join(cmd, " "), got, want)
-				}
+				answersAsEveryObject(t, dir, cmd)
 			})
 		}
 	}
