@@ -156,20 +156,20 @@ func (ix *Index) hostHasService(host string) bool {
 
 // typoOf says why a DestinationRule whose host matches nothing was probably meant for svc.
 func typoOf(d *drInfo, svc *Service) (string, bool) {
-	return MeantFor(d.obj.Spec.GetHost(), d.ns, svc.Hostname, svc.Name, svc.Namespace, svc.Kubernetes)
+	return MeantFor(d.obj.Spec.GetHost(), d.host, d.ns, svc.Hostname, svc.Name, svc.Namespace, svc.Kubernetes)
 }
 
-// MeantFor says why a DestinationRule of namespace ruleNS with host raw (as written), were no
-// service to hold it, was probably meant for the service svcHost (a Kubernetes Service named
-// svcName in svcNS when kubernetes): a host with a dot taken literally, a short name expanded
-// in the rule's own namespace, or a near miss. This is D1's test; `cluster` also uses it to get
-// the Services such rules name before it answers, since it reads only the host's own Service of
-// its namespace (pkg/plan Cluster).
-func MeantFor(raw, ruleNS, svcHost, svcName, svcNS string, kubernetes bool) (string, bool) {
+// MeantFor says why a DestinationRule of namespace ruleNS with host raw (as written; host is
+// raw resolved in ruleNS, meshhost.ResolveShortname), were no service to hold it, was probably
+// meant for the service svcHost (a Kubernetes Service named svcName in svcNS when kubernetes):
+// a host with a dot taken literally, a short name expanded in the rule's own namespace, or a
+// near miss. This is D1's test; `cluster` also uses it to get the Services such rules name
+// before it answers, since it reads only the host's own Service of its namespace (pkg/plan
+// Cluster).
+func MeantFor(raw, host, ruleNS, svcHost, svcName, svcNS string, kubernetes bool) (string, bool) {
 	if raw == "" || meshhost.Name(raw).IsWildCarded() {
 		return "", false
 	}
-	host := meshhost.ResolveShortname(raw, ruleNS)
 	if strings.Contains(raw, ".") && strings.HasPrefix(svcHost, host+".") {
 		return "a host with a dot is taken literally (only a name without dots is expanded to <name>.<namespace>.svc." + DomainSuffix + ")", true
 	}

@@ -344,7 +344,7 @@ func (ix *Index) scopeOf(p *Proxy) *sidecarScope {
 // lazyScopeOf is the entry of the proxy's scope, made on first use; ix.mu is held.
 func (ix *Index) lazyScopeOf(p *Proxy) *lazyScope {
 	for _, e := range ix.scopes[p.Namespace] {
-		if e.router == p.Router && mapsEqual(e.labels, p.Labels) {
+		if e.scope.router == p.Router && mapsEqual(e.labels, p.Labels) {
 			return e.scope
 		}
 	}
@@ -364,15 +364,14 @@ func (ix *Index) lazyScopeOf(p *Proxy) *lazyScope {
 	if ix.scopes == nil {
 		ix.scopes = map[string][]scopeEntry{}
 	}
-	ix.scopes[p.Namespace] = append(ix.scopes[p.Namespace], scopeEntry{labels: maps.Clone(p.Labels), router: p.Router, scope: ls})
+	ix.scopes[p.Namespace] = append(ix.scopes[p.Namespace], scopeEntry{labels: maps.Clone(p.Labels), scope: ls})
 	return ls
 }
 
-// scopeEntry is the sidecar scope of the proxies of one namespace with these labels, gateways
-// or sidecars.
+// scopeEntry is the sidecar scope of the proxies of one namespace with these labels (gateways'
+// and sidecars' apart: lazyScope.router).
 type scopeEntry struct {
 	labels map[string]string
-	router bool
 	scope  *lazyScope
 }
 

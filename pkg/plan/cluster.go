@@ -270,12 +270,13 @@ func (c *Cluster) NearMissServices(snap *model.Snapshot) map[string][]string {
 	out := map[string][]string{}
 	for _, dr := range snap.DestinationRules {
 		raw := dr.Spec.GetHost()
-		name, ns := serviceOf(meshhost.ResolveShortname(raw, dr.Namespace))
+		host := meshhost.ResolveShortname(raw, dr.Namespace)
+		name, ns := serviceOf(host)
 		if name == "" || listed[ns] || have[ns+"/"+name] {
 			continue
 		}
 		for _, t := range targets {
-			if _, ok := index.MeantFor(raw, dr.Namespace, t.host, t.name, t.ns, t.name != ""); ok {
+			if _, ok := index.MeantFor(raw, host, dr.Namespace, t.host, t.name, t.ns, t.name != ""); ok {
 				have[ns+"/"+name] = true
 				out[ns] = append(out[ns], name)
 				break
