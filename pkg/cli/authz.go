@@ -169,7 +169,7 @@ func (o *AuthzOptions) Complete(cmd *cobra.Command, args []string) error {
 		if name == "" || strings.Contains(name, "/") {
 			return usageErrorf(cmd, "invalid waypoint %q: want waypoint/NAME or gateway/NAME", args[0])
 		}
-		o.waypoint = &waypointauthz.Query{Namespace: ns, Name: name}
+		o.waypoint = &waypointauthz.Query{Namespace: ns, Name: name, Protos: render.PrintsMessages(o.Output)}
 	} else if len(args) == 1 {
 		w, err := parseWorkload(args[0])
 		if err != nil {
@@ -271,7 +271,7 @@ func (o *AuthzOptions) runWaypointOf(ctx context.Context, ns, name string) error
 	if err != nil {
 		return err
 	}
-	o.waypoint = &waypointauthz.Query{Namespace: ns, Name: name}
+	o.waypoint = &waypointauthz.Query{Namespace: ns, Name: name, Protos: render.PrintsMessages(o.Output)}
 	o.wplan = plan.NewWaypoint(ns, name, o.sourceSpec(ns), firstNonEmpty(root, o.IstioNamespace), root != "")
 	return o.runWaypoint(ctx)
 }

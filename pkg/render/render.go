@@ -69,6 +69,13 @@ var formats = []struct {
 	{FormatZtunnel, func(Options) Printer { return ztunnelPrinter{} }},
 }
 
+// PrintsMessages says whether the -o value format prints the generated protos
+// (explain.Object.Message): every format but the tables, which print origins and summaries.
+// An engine asked for no protos leaves Message empty (waypointauthz.Query.Protos).
+func PrintsMessages(format string) bool {
+	return format != FormatTable && format != FormatWide
+}
+
 // DefaultWidth is the table width when the output is not a terminal.
 const DefaultWidth = 120
 

@@ -96,8 +96,9 @@ func NewCache() *Cache {
 // Filter is one generated filter with the origin of its fields, by path below the filter
 // (`typedConfig.rules.policies["ns[foo]-policy[a]-rule[0]"].permissions[0]...`).
 type Filter struct {
-	Filter *listenerv3.Filter
-	// Config is the typed config (an RBAC or ExtAuthz message).
+	// Name is the filter's name (HTTPRBAC, TCPRBAC, HTTPExtAuthz, TCPExtAuthz).
+	Name string
+	// Config is the typed config (an RBAC or ExtAuthz message); Envoy packs it.
 	Config proto.Message
 	Traces []provenance.FieldTrace
 	// Action is CUSTOM, AUDIT, DENY or ALLOW.
@@ -448,18 +449,21 @@ func (b *builder) localFilter(br *builtRule, forTCP bool) Filter {
 	} else {
 		cfg = &rbachttp.RBAC{Rules: br.rules, ShadowRules: br.shadow, ShadowRulesStatPrefix: shadowStatPrefix(br.shadow)}
 	}
-	f.Filter, f.Config = newFilter(name, cfg), cfg
+	f.Name, f.Config = name, cfg
 	f.Traces = append(f.Traces, b.rbacTraces("typedConfig.rules", br.rules, br.policies, false)...)
 	f.Traces = append(f.Traces, b.rbacTraces("typedConfig.shadowRules", br.shadow, br.policies, true)...)
 	return f
 }
 
-func newFilter(name string, cfg proto.Message) *listenerv3.Filter {
-	a, err := anypb.New(cfg)
+// Envoy is the filter as istiod sends it: Name, with Config packed in an Any. Packing
+// marshals Config (a waypoint's RBAC filters are megabytes), so Build leaves it to the
+// answers that print the filter (-o envoy and the document), once per filter.
+func (f Filter) Envoy() *listenerv3.Filter {
+	a, err := anypb.New(f.Config)
 	if err != nil {
-		panic(fmt.Sprintf("packing %s: %v", name, err))
+		panic(fmt.Sprintf("packing %s: %v", f.Name, err))
 	}
-	return &listenerv3.Filter{Name: name, ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: a}}
+	return &listenerv3.Filter{Name: f.Name, ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: a}}
 }
 
 // origin is the origin of an AuthorizationPolicy field.

@@ -39,7 +39,7 @@ func rulesOf(t *testing.T, f Filter) (*rbacpb.RBAC, *rbacpb.RBAC) {
 	case *rbactcp.RBAC:
 		return c.Rules, c.ShadowRules
 	}
-	t.Fatalf("%s is not an RBAC filter", f.Filter.Name)
+	t.Fatalf("%s is not an RBAC filter", f.Name)
 	return nil, nil
 }
 
@@ -181,7 +181,7 @@ func TestBuild(t *testing.T) {
 			mesh: &meshv1alpha1.MeshConfig{ExtensionProviders: []*meshv1alpha1.MeshConfig_ExtensionProvider{{Name: "opa",
 				Provider: &meshv1alpha1.MeshConfig_ExtensionProvider_EnvoyExtAuthzHttp{EnvoyExtAuthzHttp: &meshv1alpha1.MeshConfig_ExtensionProvider_EnvoyExternalAuthorizationHttpProvider{Service: "opa.auth.svc.cluster.local", Port: 8181}}}}},
 			check: func(t *testing.T, r *Result) {
-				if len(r.HTTPCustom) != 2 || r.HTTPCustom[1].Filter.Name != HTTPExtAuthz || len(r.TCPCustom) != 0 {
+				if len(r.HTTPCustom) != 2 || r.HTTPCustom[1].Name != HTTPExtAuthz || len(r.TCPCustom) != 0 {
 					t.Errorf("custom http %d tcp %d", len(r.HTTPCustom), len(r.TCPCustom))
 				}
 				if len(r.HTTPOnlyProviders) != 1 {
@@ -291,8 +291,8 @@ func sameResult(t *testing.T, want, got *Result) {
 		}
 		for j := range p[0] {
 			w, g := p[0][j], p[1][j]
-			if !proto.Equal(w.Filter, g.Filter) {
-				t.Errorf("filter list %d, filter %d: got %v, want %v", i, j, g.Filter, w.Filter)
+			if w.Name != g.Name || !proto.Equal(w.Config, g.Config) {
+				t.Errorf("filter list %d, filter %d: got %s %v, want %s %v", i, j, g.Name, g.Config, w.Name, w.Config)
 			}
 			if !reflect.DeepEqual(w.Traces, g.Traces) || w.Action != g.Action || w.Provider != g.Provider || w.Broken != g.Broken {
 				t.Errorf("filter list %d, filter %d: got %+v, want %+v", i, j, g, w)
@@ -314,7 +314,7 @@ func everyLeafTraced(t *testing.T, r *Result) {
 		for _, f := range fs {
 			for _, tr := range f.Traces {
 				if tr.Origin.Layer != provenance.LayerAuthorizationPolicy || tr.Origin.Resource == nil {
-					t.Errorf("%s %s: origin %v", f.Filter.Name, tr.Path, tr.Origin)
+					t.Errorf("%s %s: origin %v", f.Name, tr.Path, tr.Origin)
 				}
 			}
 			rules, shadow := rulesOf(t, f)

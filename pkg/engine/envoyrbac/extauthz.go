@@ -295,7 +295,7 @@ func (b *builder) customFilters(br *builtRule, forTCP bool) []Filter {
 	var out []Filter
 	deny := func(p, why string) {
 		cfg := newRBAC(badCustomDeny(br.providerRules[p]), nil, "")
-		f := Filter{Filter: newFilter(rbacName, cfg), Config: cfg, Action: "CUSTOM", Provider: p, Broken: why}
+		f := Filter{Name: rbacName, Config: cfg, Action: "CUSTOM", Provider: p, Broken: why}
 		f.Traces = b.rbacTraces("typedConfig.rules", cfg.(interface{ GetRules() *rbacpb.RBAC }).GetRules(), br.policies, false)
 		out = append(out, f)
 		b.res.Providers[p] = why
@@ -323,7 +323,7 @@ func (b *builder) customFilters(br *builtRule, forTCP bool) []Filter {
 			dry = d
 		}
 		cfg := newRBAC(dry, rules, extAuthzShadowStatPrefix)
-		f := Filter{Filter: newFilter(rbacName, cfg), Config: cfg, Action: "CUSTOM", Provider: p}
+		f := Filter{Name: rbacName, Config: cfg, Action: "CUSTOM", Provider: p}
 		f.Traces = append(f.Traces, b.rbacTraces("typedConfig.shadowRules", rules, br.policies, false)...)
 		f.Traces = append(f.Traces, b.rbacTraces("typedConfig.rules", dry, br.policies, true)...)
 		var ecfg proto.Message
@@ -336,7 +336,7 @@ func (b *builder) customFilters(br *builtRule, forTCP bool) []Filter {
 			e.FilterEnabledMetadata = filterMatcherForProvider(HTTPRBAC, p)
 			ecfg = e
 		}
-		ef := Filter{Filter: newFilter(extName, ecfg), Config: ecfg, Action: "CUSTOM", Provider: p,
+		ef := Filter{Name: extName, Config: ecfg, Action: "CUSTOM", Provider: p,
 			Traces: []provenance.FieldTrace{{Path: "typedConfig", Value: p,
 				Origin: b.meshOrigin(fmt.Sprintf("extensionProviders[%d]", ext.index), "the CUSTOM provider named by spec.provider.name")}}}
 		out = append(out, f, ef)

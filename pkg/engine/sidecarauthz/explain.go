@@ -10,6 +10,7 @@ import (
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -273,7 +274,7 @@ func filterObjectName(http bool, i int, f envoyrbac.Filter) string {
 	if http {
 		kind = "http"
 	}
-	s := fmt.Sprintf("%s %d: %s (%s", kind, i+1, f.Filter.Name, f.Action)
+	s := fmt.Sprintf("%s %d: %s (%s", kind, i+1, f.Name, f.Action)
 	if f.Provider != "" {
 		s += " " + f.Provider
 	}
@@ -283,7 +284,9 @@ func filterObjectName(http bool, i int, f envoyrbac.Filter) string {
 // addObjects adds one object per filter chain (what -o envoy prints, in istiod's order) and one
 // per distinct authorization filter, with the origin of every permission and principal.
 func (e *explanation) addObjects() {
-	names := map[*listenerv3.Filter]string{}
+	// names and packed are each filter's object name and the filter istiod sends, by config.
+	names := map[proto.Message]string{}
+	packed := map[proto.Message]*listenerv3.Filter{}
 	var filterObjs []explain.Object
 	for _, group := range []struct {
 		http bool
@@ -291,16 +294,17 @@ func (e *explanation) addObjects() {
 	}{{true, append(append([]envoyrbac.Filter{}, e.rbac.HTTPCustom...), e.rbac.HTTPLocal...)}, {false, append(append([]envoyrbac.Filter{}, e.rbac.TCPCustom...), e.rbac.TCPLocal...)}} {
 		for i, f := range group.fs {
 			name := filterObjectName(group.http, i, f)
-			names[f.Filter] = name
+			names[f.Config] = name
+			packed[f.Config] = f.Envoy()
 			o := explain.Object{Kind: string(f.Config.ProtoReflect().Descriptor().FullName()), Name: name, Origins: f.Traces,
-				Summary: []explain.Summary{{Name: "filter", Value: f.Filter.Name}, {Name: "action", Value: f.Action}}}
+				Summary: []explain.Summary{{Name: "filter", Value: f.Name}, {Name: "action", Value: f.Action}}}
 			if f.Provider != "" {
 				o.Summary = append(o.Summary, explain.Summary{Name: "provider", Value: f.Provider})
 			}
 			if f.Broken != "" {
 				o.Summary = append(o.Summary, explain.Summary{Name: "fails closed", Value: f.Broken})
 			}
-			if b, err := protojson.Marshal(f.Filter); err == nil {
+			if b, err := protojson.Marshal(packed[f.Config]); err == nil {
 				o.Value = compactJSON(b)
 			}
 			if o.Origins == nil {
@@ -318,9 +322,9 @@ func (e *explanation) addObjects() {
 		}
 		o.Origins = e.chainTraces(c)
 		for i, f := range e.filtersOf(c) {
-			fc.Filters = append(fc.Filters, f.Filter)
-			o.Origins = append(o.Origins, provenance.FieldTrace{Path: fmt.Sprintf("filters[%d]", i), Value: f.Filter.Name + " (" + f.Action + ")",
-				Origin: provenance.Origin{Layer: provenance.LayerAuthorizationPolicy, Note: "every permission and principal: object " + names[f.Filter]}})
+			fc.Filters = append(fc.Filters, packed[f.Config])
+			o.Origins = append(o.Origins, provenance.FieldTrace{Path: fmt.Sprintf("filters[%d]", i), Value: f.Name + " (" + f.Action + ")",
+				Origin: provenance.Origin{Layer: provenance.LayerAuthorizationPolicy, Note: "every permission and principal: object " + names[f.Config]}})
 		}
 		if len(fc.Filters) == 0 && !c.blackhole {
 			o.Summary = append(o.Summary, explain.Summary{Name: "authorization", Value: "none: no policy selects the pod"})

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	"google.golang.org/protobuf/proto"
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -31,7 +32,14 @@ const (
 )
 
 // Query names the waypoint: a Gateway in Namespace.
-type Query struct{ Namespace, Name string }
+type Query struct {
+	Namespace, Name string
+	// Protos asks for the generated protos: the Message of every chain and filter object, what
+	// -o envoy and the document (-o json, -o yaml) print. Without it those objects carry their
+	// summary and origins only (what the table prints), and the filters are not packed
+	// (envoyrbac.Filter.Envoy).
+	Protos bool
+}
 
 // explanation is the state of one waypoint's explanation.
 type explanation struct {
@@ -126,7 +134,7 @@ func Explain(snap *model.Snapshot, q Query) (*explain.Result, error) {
 	if s := e.ignoredSection(); s != nil {
 		e.res.Sections = append(e.res.Sections, *s)
 	}
-	e.addObjects()
+	e.addObjects(q.Protos)
 	e.res.Diagnostics = e.diagnostics()
 	for _, kind := range []string{"Gateway", "AuthorizationPolicy", "Service", "ServiceEntry", "Namespace"} {
 		if why, ok := snap.Incomplete[kind]; ok {
@@ -411,9 +419,11 @@ func (b *build) label() string {
 // the same inputs share their filters (newBuild): such a filter is one object, named after the
 // first build that has it (the bound services in order, then the direct chains), whose "also
 // for" lists the others; the chains of every build that has it name that object.
-func (e *explanation) addObjects() {
-	// at is each filter's object in filterObjs; also, by object, the other builds that have it.
-	at := map[*listenerv3.Filter]int{}
+func (e *explanation) addObjects(protos bool) {
+	// at is each filter's object in filterObjs, by its config; also, by object, the other
+	// builds that have it; packed, by object, the filter istiod sends (with protos).
+	at := map[proto.Message]int{}
+	var packed []*listenerv3.Filter
 	var also [][]string
 	var filterObjs []explain.Object
 	for _, b := range append(append([]*build{}, e.builds...), e.direct) {
@@ -422,7 +432,7 @@ func (e *explanation) addObjects() {
 			fs   []envoyrbac.Filter
 		}{{true, append(append([]envoyrbac.Filter{}, b.rbac.HTTPCustom...), b.rbac.HTTPLocal...)}, {false, append(append([]envoyrbac.Filter{}, b.rbac.TCPCustom...), b.rbac.TCPLocal...)}} {
 			for i, f := range group.fs {
-				if k, ok := at[f.Filter]; ok {
+				if k, ok := at[f.Config]; ok {
 					also[k] = append(also[k], b.label())
 					continue
 				}
@@ -430,26 +440,30 @@ func (e *explanation) addObjects() {
 				if group.http {
 					kind = "http"
 				}
-				name := fmt.Sprintf("%s %s %d: %s (%s", b.name(), kind, i+1, f.Filter.Name, f.Action)
+				name := fmt.Sprintf("%s %s %d: %s (%s", b.name(), kind, i+1, f.Name, f.Action)
 				if f.Provider != "" {
 					name += " " + f.Provider
 				}
 				name += ")"
 				o := explain.Object{Kind: string(f.Config.ProtoReflect().Descriptor().FullName()), Name: name, Origins: f.Traces,
-					Summary: []explain.Summary{{Name: "filter", Value: f.Filter.Name}, {Name: "action", Value: f.Action}}}
+					Summary: []explain.Summary{{Name: "filter", Value: f.Name}, {Name: "action", Value: f.Action}}}
 				if f.Provider != "" {
 					o.Summary = append(o.Summary, explain.Summary{Name: "provider", Value: f.Provider})
 				}
 				if f.Broken != "" {
 					o.Summary = append(o.Summary, explain.Summary{Name: "fails closed", Value: f.Broken})
 				}
-				// The document outputs print the filter from Message (-o json, -o yaml); the
-				// others do not need its JSON form, and -o envoy prints it inside its chains.
-				o.Message = f.Filter
+				// The document outputs print the filter from Message (-o json, -o yaml); -o
+				// envoy prints it inside its chains, which share it.
+				if protos {
+					p := f.Envoy()
+					o.Message = p
+					packed = append(packed, p)
+				}
 				if o.Origins == nil {
 					o.Origins = []provenance.FieldTrace{}
 				}
-				at[f.Filter] = len(filterObjs)
+				at[f.Config] = len(filterObjs)
 				filterObjs = append(filterObjs, o)
 				also = append(also, nil)
 			}
@@ -461,16 +475,20 @@ func (e *explanation) addObjects() {
 		}
 	}
 	for _, c := range e.chains {
-		fc := &listenerv3.FilterChain{Name: c.name}
-		o := explain.Object{Kind: ChainKind, Name: c.name, Message: fc}
+		o := explain.Object{Kind: ChainKind, Name: c.name}
+		var fc *listenerv3.FilterChain
+		if protos {
+			fc = &listenerv3.FilterChain{Name: c.name}
+			o.Message = fc
+		}
 		o.Origins = []provenance.FieldTrace{}
 		if c.svc != nil {
-			proto := "TCP"
+			chainKind := "TCP"
 			if c.http {
-				proto = "HTTP"
+				chainKind = "HTTP"
 			}
 			o.Summary = append(o.Summary, explain.Summary{Name: "service", Value: c.svc.kind + " " + c.svc.ns + "/" + c.svc.name},
-				explain.Summary{Name: "port", Value: fmt.Sprintf("%d (%s; %s chain)", c.port.number, c.port.proto, proto)})
+				explain.Summary{Name: "port", Value: fmt.Sprintf("%d (%s; %s chain)", c.port.number, c.port.proto, chainKind)})
 			org := e.snap.Origin(provenance.LayerRegistry, c.svc.key(), c.port.field)
 			org.Note = "a port of a service bound to the waypoint"
 			o.Origins = append(o.Origins, provenance.FieldTrace{Path: "name", Value: c.name, Origin: org})
@@ -479,12 +497,16 @@ func (e *explanation) addObjects() {
 			o.Origins = append(o.Origins, provenance.FieldTrace{Path: "name", Value: c.name,
 				Origin: provenance.Origin{Layer: provenance.LayerIstioDefault, Note: "the waypoint's direct chains; policies attached to the Gateway or its class apply"}})
 		}
-		for i, f := range c.filters() {
-			fc.Filters = append(fc.Filters, f.Filter)
-			o.Origins = append(o.Origins, provenance.FieldTrace{Path: fmt.Sprintf("filters[%d]", i), Value: f.Filter.Name + " (" + f.Action + ")",
-				Origin: provenance.Origin{Layer: provenance.LayerAuthorizationPolicy, Note: "every permission and principal: object " + filterObjs[at[f.Filter]].Name}})
+		fs := c.filters()
+		for i, f := range fs {
+			k := at[f.Config]
+			if fc != nil {
+				fc.Filters = append(fc.Filters, packed[k])
+			}
+			o.Origins = append(o.Origins, provenance.FieldTrace{Path: fmt.Sprintf("filters[%d]", i), Value: f.Name + " (" + f.Action + ")",
+				Origin: provenance.Origin{Layer: provenance.LayerAuthorizationPolicy, Note: "every permission and principal: object " + filterObjs[k].Name}})
 		}
-		if len(fc.Filters) == 0 {
+		if len(fs) == 0 {
 			o.Summary = append(o.Summary, explain.Summary{Name: "authorization", Value: "none: no policy is attached"})
 		}
 		e.res.Objects = append(e.res.Objects, o)

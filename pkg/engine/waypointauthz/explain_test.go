@@ -4,9 +4,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
+
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/mesh-explain/kubectl-mesh-explain/internal/testkit"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/explain"
@@ -22,7 +26,7 @@ func loadQueried(t *testing.T, name string) (*model.Snapshot, Query) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var q Query
+	q := Query{Protos: true}
 	for i, f := range a.Command {
 		switch {
 		case f == "-n" && i+1 < len(a.Command):
@@ -428,5 +432,54 @@ func TestW07OncePerProvider(t *testing.T) {
 	want := `CUSTOM provider "not-configured" cannot be used by waypoint app/waypoint for ratings.app.svc.cluster.local, reviews.app.svc.cluster.local and the direct chains: `
 	if len(w07) != 1 || !strings.HasPrefix(w07[0].Message, want) || len(w07[0].Resources) != 1 || w07[0].Resources[0].Name != "ext-missing" {
 		t.Errorf("W07 = %+v, want one starting %q for AuthorizationPolicy app/ext-missing", w07, want)
+	}
+}
+
+// Without Protos the answer is the same but for the generated protos: no object carries a
+// Message, and every other field (origins, summaries, diagnostics) is as with them. With
+// Protos every chain and filter carries one, and a chain holds the very filters of its objects.
+func TestProtosOnlyAddTheMessages(t *testing.T) {
+	dirs, err := os.ReadDir(filepath.Join(testkit.RepoRoot(t), "testdata", "scenarios", "waypoint"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs {
+		snap, q := loadQueried(t, d.Name())
+		with, err := Explain(snap, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q.Protos = false
+		without, err := Explain(snap, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		filters := map[proto.Message]bool{}
+		for _, o := range with.Objects {
+			if o.Message == nil {
+				t.Errorf("%s: object %q has no Message with Protos", d.Name(), o.Name)
+			}
+			if o.Kind != ChainKind {
+				filters[o.Message] = true
+			}
+		}
+		for _, o := range with.Objects {
+			if fc, ok := o.Message.(*listenerv3.FilterChain); ok {
+				for _, f := range fc.GetFilters() {
+					if !filters[f] {
+						t.Errorf("%s: chain %q holds a filter no object has", d.Name(), o.Name)
+					}
+				}
+			}
+		}
+		stripped := *with
+		stripped.Objects = nil
+		for _, o := range with.Objects {
+			o.Message = nil
+			stripped.Objects = append(stripped.Objects, o)
+		}
+		if !reflect.DeepEqual(&stripped, without) {
+			t.Errorf("%s: the answer without Protos differs from the one with them, Messages aside", d.Name())
+		}
 	}
 }

@@ -68,7 +68,7 @@ func PodSection(snap *model.Snapshot, pod *corev1.Pod) *explain.Section {
 				if f.Provider != "" {
 					a += " " + f.Provider
 				}
-				fs = append(fs, strings.TrimPrefix(f.Filter.Name, "envoy.filters.")+" ("+a+")")
+				fs = append(fs, strings.TrimPrefix(f.Name, "envoy.filters.")+" ("+a+")")
 			}
 			auth := "none: no policy is attached"
 			if len(fs) > 0 {
