@@ -54,8 +54,8 @@ status:
 
 // TestProxyPods runs authz and check through kubectl against the API server on the pods of a
 // waypoint and of a gateway, read live (a get for pod/NAME, a protobuf list for -l and check):
-// the waypoint's pod is answered by its waypoint, as offline; the gateway's is refused, and
-// check leaves it out. The scenario is waypoint/bind-service moved to namespace gwpods, its
+// the waypoint's pod is answered by its waypoint, as offline; the gateway's is refused by
+// authz, and check explains the hosts from it as a client. The scenario is waypoint/bind-service moved to namespace gwpods, its
 // waypoint's address moved off the other tests' 10.96.0.100.
 func TestProxyPods(t *testing.T) {
 	dir := filepath.Join(env.root, "testdata", "scenarios", "waypoint", "bind-service")
@@ -109,11 +109,11 @@ func TestProxyPods(t *testing.T) {
 	live := runPlugin(kc, "check", "-n", "gwpods", "-o", "json", "--fail-on", "never")
 	mustSucceed(t, live)
 	rep := checkReport(t, live)
-	if rep.Scope.Gateways != 1 || rep.Scope.Waypoints != 1 {
-		t.Errorf("check -n gwpods: scope %+v, want 1 gateway pod left out and 1 waypoint", rep.Scope)
+	if rep.Scope.Gateways != 1 || rep.Scope.Clients != 2 || rep.Scope.Waypoints != 1 {
+		t.Errorf("check -n gwpods: scope %+v, want the gateway's pod among 2 clients, and 1 waypoint", rep.Scope)
 	}
-	if strings.Contains(live.stdout, "ingress-7c9d8b5f4-abcde") {
-		t.Errorf("check -n gwpods answered for the gateway's pod:\n%s", live.stdout)
+	if strings.Contains(live.stdout, "waypoint-5d8f7c6b9-x2x7k") {
+		t.Errorf("check -n gwpods answered for the waypoint's pod:\n%s", live.stdout)
 	}
 }
 

@@ -134,6 +134,9 @@ func Run(snap *model.Snapshot, o Options) (*explain.CheckReport, error) {
 		Scope: explain.CheckScope{Namespaces: o.Namespaces, ClientClasses: len(classes)}}
 	for _, c := range classes {
 		rep.Scope.Clients += len(c.Members)
+		if c.Router {
+			rep.Scope.Gateways += len(c.Members)
+		}
 	}
 
 	m := newMerger(snap, newIgnorer(snap, o.Ignore))
@@ -173,7 +176,6 @@ func Run(snap *model.Snapshot, o Options) (*explain.CheckReport, error) {
 	// The workloads' occurrences come after those of every class, the waypoints' last.
 	m.add(len(classes), wl)
 	rep.Scope.Waypoints = n
-	rep.Scope.Gateways = gatewayPods(snap, o.Namespaces, engines)
 	m.add(len(classes)+1, wp)
 	rep.Findings = m.findings()
 	if why, ok := snap.Incomplete["PeerAuthentication"]; ok {

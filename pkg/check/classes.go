@@ -17,9 +17,9 @@ import (
 // sidecarStatusAnnotation marks a pod the injector gave a sidecar (annotation.SidecarStatus).
 const sidecarStatusAnnotation = "sidecar.istio.io/status"
 
-// Client is one client sidecar the hosts are explained for: the default sidecar of a
-// namespace (a sidecar without labels, `cluster HOST -n NS`) or the sidecar of a pod
-// (`cluster HOST --from pod/NAME`).
+// Client is one client proxy the hosts are explained for: the default sidecar of a namespace
+// (a sidecar without labels, `cluster HOST -n NS`), the sidecar of a pod, or the proxy of a
+// gateway's pod (`cluster HOST --from pod/NAME`).
 type Client struct {
 	// Ref is `Namespace NS` for the namespace default, `Pod NS/NAME` for a pod.
 	Ref provenance.Ref
@@ -27,15 +27,20 @@ type Client struct {
 	Namespace string
 	// Labels are the pod's labels (nil for the namespace default).
 	Labels map[string]string
+	// Router marks a gateway's pod: its istio-proxy runs as a router, whose scope and
+	// clusters istiod builds otherwise than a sidecar's (docs/semantics/cluster.md).
+	Router bool
 }
 
 // Class is a group of clients that get the same findings for every host: the same
-// namespace, and the same values of the labels any workloadSelector that can apply to them
-// reads. The first member is explained for all.
+// namespace, the same kind of proxy (sidecar or router), and the same values of the labels
+// any workloadSelector that can apply to them reads. The first member is explained for all.
 type Class struct {
 	Namespace string
 	// Key tells classes apart within a namespace: the labels that matter, `k=v` sorted.
-	Key     string
+	Key string
+	// Router marks a class of gateways' pods; it never takes a sidecar class's answers.
+	Router  bool
 	Members []Client
 }
 
@@ -122,32 +127,24 @@ func isSidecarPod(pod *corev1.Pod) bool {
 }
 
 // isGatewayProxy reports whether pod's istio-proxy runs as a gateway (router) or a waypoint:
-// istiod builds its clusters and listeners otherwise than a sidecar's, and `cluster --from`
-// and `authz` refuse it (model.ProxyType); check leaves it out.
+// istiod builds its clusters and listeners otherwise than a sidecar's (model.ProxyType), so
+// it is not a sidecar client; a router is a client of its own kind (isRouterPod).
 func isGatewayProxy(pod *corev1.Pod) bool {
 	_, _, ok := model.GatewayOrWaypoint(pod)
 	return ok
+}
+
+// isRouterPod reports whether pod's istio-proxy runs as a router: a gateway's pod, which
+// `cluster --from pod/NAME` explains as istiod builds a gateway's clusters.
+func isRouterPod(pod *corev1.Pod) bool {
+	typ, _ := model.ProxyType(pod)
+	return typ == model.ProxyRouter
 }
 
 // isWaypointProxy reports whether pod's istio-proxy runs as a waypoint.
 func isWaypointProxy(pod *corev1.Pod) bool {
 	typ, _ := model.ProxyType(pod)
 	return typ == model.ProxyWaypoint
-}
-
-// gatewayPods counts the pods of namespaces (nil: all) whose istio-proxy runs as a router and
-// that no engine answers for (a gateway ztunnel captures gets the ztunnel answer).
-func gatewayPods(snap *model.Snapshot, namespaces []string, engines []WorkloadEngine) int {
-	n := 0
-	for _, pod := range snap.Pods {
-		if typ, _ := model.ProxyType(pod); typ != model.ProxyRouter || namespaces != nil && !slices.Contains(namespaces, pod.Namespace) {
-			continue
-		}
-		if !slices.ContainsFunc(engines, func(e WorkloadEngine) bool { return e.Applies(pod) }) {
-			n++
-		}
-	}
-	return n
 }
 
 // clientNamespaces are the namespaces of the snapshot (Namespace objects and the namespaces of
@@ -187,9 +184,10 @@ func clientNamespaces(snap *model.Snapshot, want []string) []string {
 	return slices.Compact(out)
 }
 
-// Clients returns the client sidecars of namespaces (nil: every namespace of the snapshot):
+// Clients returns the client proxies of namespaces (nil: every namespace of the snapshot):
 // the default sidecar of each namespace but the root namespace, whose sidecar is the mesh's
-// own configuration namespace rather than a client, and the sidecar of every injected pod.
+// own configuration namespace rather than a client, the sidecar of every injected pod, and
+// the proxy of every gateway's pod (Router).
 func Clients(snap *model.Snapshot, namespaces []string) []Client {
 	nss := clientNamespaces(snap, namespaces)
 	root := snap.RootNamespace()
@@ -199,8 +197,14 @@ func Clients(snap *model.Snapshot, namespaces []string) []Client {
 			out = append(out, Client{Ref: provenance.Ref{Kind: "Namespace", Name: ns}, Namespace: ns})
 		}
 		for _, pod := range snap.Pods {
-			if pod.Namespace == ns && isSidecarPod(pod) {
+			if pod.Namespace != ns {
+				continue
+			}
+			switch {
+			case isSidecarPod(pod):
 				out = append(out, Client{Ref: provenance.Ref{Kind: "Pod", Namespace: ns, Name: pod.Name}, Namespace: ns, Labels: pod.Labels})
+			case isRouterPod(pod):
+				out = append(out, Client{Ref: provenance.Ref{Kind: "Pod", Namespace: ns, Name: pod.Name}, Namespace: ns, Labels: pod.Labels, Router: true})
 			}
 		}
 	}
@@ -219,9 +223,12 @@ func Classes(snap *model.Snapshot, clients []Client) []*Class {
 		}
 		k := lk.key(c.Labels)
 		id := c.Namespace + "\x00" + k
+		if c.Router {
+			id += "\x00router"
+		}
 		cl := byKey[id]
 		if cl == nil {
-			cl = &Class{Namespace: c.Namespace, Key: k}
+			cl = &Class{Namespace: c.Namespace, Key: k, Router: c.Router}
 			byKey[id] = cl
 			out = append(out, cl)
 		}

@@ -107,7 +107,7 @@ func planReuse(snap *model.Snapshot, classes []*Class) *reusePlan {
 	}
 	for _, c := range classes {
 		b := defaults[c.Namespace]
-		if c.Key == "" || b == nil || blocked[c.Namespace] || c.Namespace == root {
+		if c.Key == "" || c.Router || b == nil || blocked[c.Namespace] || c.Namespace == root {
 			continue
 		}
 		p.base[c] = b

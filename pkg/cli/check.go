@@ -70,18 +70,18 @@ func NewCmdCheck(common *CommonOptions, runF func(context.Context, *CheckOptions
 		Long: longDesc(`
 			Report every finding the cluster and authz commands would report, for everything in
 			scope: every host (Service and ServiceEntry) with every port and subset, as seen from
-			every client sidecar that sees it differently, every workload (the ztunnel
+			every client that sees it differently, every workload (the ztunnel
 			answer for an ambient pod, the sidecar answer for a pod with a sidecar), and every
 			waypoint (a Gateway of class istio-waypoint, answered as authz waypoint/NAME).
 			Each finding is reported once, with the hosts, clients, workloads and waypoints it
 			affects, and the object and field to change (file:line when read from files).
 
-			Clients are the default sidecar of each namespace and every injected pod; those that
-			must get the same answer (the same namespace, and the same values of the labels the
-			workloadSelectors of Sidecars, EnvoyFilters and DestinationRules read) are explained
-			once. The pods of gateways (their istio-proxy runs as a router) are not among them
-			(cluster --from explains a gateway's clusters), and not workloads unless ztunnel
-			captures them; the summary counts those left out.
+			Clients are the default sidecar of each namespace, every injected pod, and every
+			gateway's pod (its istio-proxy runs as a router: explained as cluster --from
+			explains it); those that must get the same answer (the same namespace and kind of
+			proxy, and the same values of the labels the workloadSelectors of Sidecars,
+			EnvoyFilters and DestinationRules read) are explained once. A gateway's pod is not a
+			workload unless ztunnel captures it.
 
 			Scope: the -n namespace (default: the namespace of the kubeconfig context), every
 			namespace with -A, or, with -f and no -n, every namespace of the files. With

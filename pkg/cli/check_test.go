@@ -19,8 +19,8 @@ import (
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/source"
 )
 
-// answersUnion asks `cluster HOST -A` for every host from every client sidecar (the default
-// sidecar of every namespace, `--from pod/NAME` for every injected pod), and `authz pod/NAME`
+// answersUnion asks `cluster HOST -A` for every host from every client (the default sidecar of
+// every namespace, `--from pod/NAME` for every injected pod and gateway pod), and `authz pod/NAME`
 // for every pod with a sidecar and every ambient pod but the pods of waypoints and injected
 // gateways, `authz waypoint/NAME` for every waypoint,
 // each through Main as a user would, and returns the union of their diagnostics. Hosts outside a client's scope are not asked about.
@@ -135,6 +135,37 @@ func TestCheckEqualsUnionOfAnswers(t *testing.T) {
 		}
 	}
 	t.Logf("%d scenario folders, %d findings %v", len(dirs), findings, byPrefix)
+}
+
+// A gateway's pod is a client of its own kind: check explains the hosts from it as `cluster
+// --from` does, as istiod builds a router's clusters. In the folder, a DestinationRule without
+// a workloadSelector in the gateway's namespace sets tls.credentialName: sidecars ignore it
+// (D20, for the namespace's default sidecar only), the gateway uses it; both originate TLS to
+// in-mesh endpoints (D19, the gateway's pod listed apart since its answer differs).
+func TestCheckExplainsHostsFromGateways(t *testing.T) {
+	t.Chdir(repoRoot(t))
+	const gateway = "Pod istio-ingress/istio-ingressgateway-7c9d8f6b5-x2k4p"
+	r := runMain(t, "", "check", "-f", "testdata/scenarios/cluster/gw04-gateway-credentialname", "-o", "json", "--fail-on", "never")
+	if r.code != ExitOK {
+		t.Fatal(r)
+	}
+	var rep explain.CheckReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Scope.Gateways != 1 {
+		t.Errorf("scope %+v: want the gateway's pod among the clients", rep.Scope)
+	}
+	clients := map[string][]string{}
+	for _, f := range rep.Findings {
+		clients[f.ID] = append(clients[f.ID], f.Clients...)
+	}
+	if !slices.Equal(clients["D20"], []string{"Namespace istio-ingress"}) {
+		t.Errorf("D20 clients %q, want the namespace's default sidecar alone (a gateway uses credentialName)", clients["D20"])
+	}
+	if !slices.Contains(clients["D19"], gateway) || !slices.Contains(clients["D19"], "Namespace istio-ingress") {
+		t.Errorf("D19 clients %q, want the default sidecar and the gateway's pod", clients["D19"])
+	}
 }
 
 // TestCheckWaypointScope checks that a check of a waypoint's namespace reports for the waypoint

@@ -182,10 +182,10 @@ func TestAuthzCapturedGatewayPodGetsZtunnelsAnswer(t *testing.T) {
 	}
 }
 
-// check leaves a gateway's pod out (not a client of the hosts, not a workload) and says how
-// many; a waypoint's pod is answered through its Gateway. cluster --from answers for the
-// gateway and refuses the waypoint's pod.
-func TestCheckLeavesGatewayPodsOut(t *testing.T) {
+// check explains the hosts from a gateway's pods as `cluster --from` does (clients of their
+// own kind), answers a captured gateway as an ambient workload too, and a waypoint's pod
+// through its Gateway. cluster --from answers for the gateway and refuses the waypoint's pod.
+func TestCheckProxyPods(t *testing.T) {
 	dir := proxyPodsDir(t)
 	r := runMain(t, "", "check", "-f", dir, "-o", "json", "--fail-on", "never")
 	if r.code != ExitOK {
@@ -195,16 +195,15 @@ func TestCheckLeavesGatewayPodsOut(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if rep.Scope.Gateways != 1 || rep.Scope.Waypoints != 1 || rep.Scope.DataPlanes["ambient"] != 3 {
-		t.Errorf("scope = %+v, want 1 gateway pod left out (the captured one answered with the 2 ambient workloads) and 1 waypoint", rep.Scope)
+	// The clients: the namespace default and the two gateways' pods, one class of routers.
+	if rep.Scope.Gateways != 2 || rep.Scope.Clients != 3 || rep.Scope.ClientClasses != 2 || rep.Scope.Waypoints != 1 || rep.Scope.DataPlanes["ambient"] != 3 {
+		t.Errorf("scope = %+v, want 2 gateway pods among 3 clients in 2 classes (the captured one also answered with the 2 ambient workloads) and 1 waypoint", rep.Scope)
 	}
-	for _, s := range []string{"ingress-7c9d8b5f4-abcde", "waypoint-5d8f7c6b9-x2x7k"} {
-		if strings.Contains(r.stdout, s) {
-			t.Errorf("check answered for %s:\n%s", s, r.stdout)
-		}
+	if strings.Contains(r.stdout, "waypoint-5d8f7c6b9-x2x7k") {
+		t.Errorf("check answered for the waypoint's pod:\n%s", r.stdout)
 	}
-	if r := runMain(t, "", "check", "-f", dir, "--fail-on", "never"); !strings.Contains(r.stdout, ", left out 1 gateway pod: ") {
-		t.Errorf("the summary does not say a gateway pod was left out:\n%s", r)
+	if r := runMain(t, "", "check", "-f", dir, "--fail-on", "never"); !strings.Contains(r.stdout, "from 1 client sidecar and 2 gateway pods (2 classes)") {
+		t.Errorf("the summary does not count the gateway pods among the clients:\n%s", r)
 	}
 	// cluster --from a gateway's pod answers for the gateway; a waypoint's is refused.
 	if r := runMain(t, "", "cluster", "reviews", "-n", "app", "--from", "pod/ingress-7c9d8b5f4-abcde", "-f", dir); r.code != ExitOK ||

@@ -28,8 +28,9 @@ type CheckScope struct {
 	Namespaces []string `json:"namespaces,omitempty"`
 	// Hosts is the number of hosts (Service and ServiceEntry hostnames) explained.
 	Hosts int `json:"hosts"`
-	// Clients is the number of client sidecars (namespace defaults and sidecar pods) the hosts
-	// were explained for; ClientClasses the number of groups of them that get the same answer.
+	// Clients is the number of client proxies (namespace defaults, sidecar pods and gateway
+	// pods) the hosts were explained for; ClientClasses the number of groups of them that get
+	// the same answer.
 	Clients       int `json:"clients"`
 	ClientClasses int `json:"clientClasses"`
 	// Workloads is the number of workloads whose inbound authorization was explained;
@@ -40,9 +41,10 @@ type CheckScope struct {
 	// Waypoints is the number of waypoints (Gateways of class istio-waypoint) whose answer
 	// (`authz waypoint/NAME`) was explained.
 	Waypoints int `json:"waypoints"`
-	// Gateways is the number of gateway pods in scope (their istio-proxy runs as a router)
-	// left out, neither clients of the hosts nor workloads, since `cluster` and `authz` answer
-	// for sidecars, ambient pods and waypoints (a gateway ztunnel captures is a workload).
+	// Gateways is the number of gateway pods (their istio-proxy runs as a router) among the
+	// Clients: the hosts are explained from them as `cluster --from pod/NAME` does. They are not
+	// workloads, since `authz` does not explain a gateway's listeners (a gateway ztunnel
+	// captures is one, with the ztunnel answer).
 	Gateways int `json:"gateways,omitempty"`
 	// Diff is set when the findings are those an --overlay change introduces or removes.
 	Diff bool `json:"diff,omitempty"`

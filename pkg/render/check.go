@@ -129,14 +129,15 @@ func (p *checkTable) PrintCheck(w io.Writer, r *explain.CheckReport) error {
 // summaryLine is the first line: what was checked and what was found.
 func summaryLine(r *explain.CheckReport, counts map[explain.Severity]int, silenced int, wide bool) string {
 	s := r.Scope
-	what := fmt.Sprintf("Checked %s from %s (%s) and %s%s: ", plural(s.Hosts, "host"), plural(s.Clients, "client sidecar"),
+	clients := plural(s.Clients-s.Gateways, "client sidecar")
+	if s.Gateways > 0 {
+		clients += " and " + plural(s.Gateways, "gateway pod")
+	}
+	what := fmt.Sprintf("Checked %s from %s (%s) and %s%s: ", plural(s.Hosts, "host"), clients,
 		plural(s.ClientClasses, "class", "classes"), plural(s.Workloads, "workload"), dataPlanes(s.DataPlanes))
 	if s.Waypoints > 0 {
-		what = fmt.Sprintf("Checked %s from %s (%s), %s%s and %s: ", plural(s.Hosts, "host"), plural(s.Clients, "client sidecar"),
+		what = fmt.Sprintf("Checked %s from %s (%s), %s%s and %s: ", plural(s.Hosts, "host"), clients,
 			plural(s.ClientClasses, "class", "classes"), plural(s.Workloads, "workload"), dataPlanes(s.DataPlanes), plural(s.Waypoints, "waypoint"))
-	}
-	if s.Gateways > 0 {
-		what = strings.TrimSuffix(what, ": ") + fmt.Sprintf(", left out %s: ", plural(s.Gateways, "gateway pod"))
 	}
 	if s.Diff {
 		what = "Changes against the live state, " + what
