@@ -204,10 +204,14 @@ func (t *taking) answer(i int) *hostAnswer {
 	if !changed {
 		return a
 	}
-	// Only the messages changed; a key holds the message only when there is no fix (causeOf).
-	keys := slices.Clone(a.keys)
+	// Only the messages changed; a key holds the message only when there is no fix (causeOf),
+	// so the base's keys serve unless a changed message has none (D5 and D6 have a fix).
+	keys := a.keys
 	for i := range diags {
-		if diags[i].Message != a.diags[i].Message {
+		if diags[i].Fix == "" && diags[i].Message != a.diags[i].Message {
+			if &keys[0] == &a.keys[0] {
+				keys = slices.Clone(a.keys)
+			}
 			keys[i] = causeOf(diags[i])
 		}
 	}
