@@ -27,7 +27,7 @@ import (
 
 // Options say what to check.
 type Options struct {
-	// Namespaces are the namespaces whose client sidecars and workloads are checked; nil
+	// Namespaces are the namespaces whose clients and workloads are checked; nil
 	// checks every namespace of the snapshot.
 	Namespaces []string
 	// Revision is the istiod revision (`--revision`) whose view of the policies is checked.
