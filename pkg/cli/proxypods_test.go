@@ -202,7 +202,7 @@ func TestCheckProxyPods(t *testing.T) {
 	if strings.Contains(r.stdout, "waypoint-5d8f7c6b9-x2x7k") {
 		t.Errorf("check answered for the waypoint's pod:\n%s", r.stdout)
 	}
-	if r := runMain(t, "", "check", "-f", dir, "--fail-on", "never"); !strings.Contains(r.stdout, "from 1 client sidecar and 2 gateway pods (2 classes)") {
+	if r := runMain(t, "", "check", "-f", dir, "--fail-on", "never"); !strings.Contains(r.stdout, "from 3 clients (1 sidecar, 2 gateway pods; 2 classes), 3 workloads (3 ambient) and 1 waypoint: ") {
 		t.Errorf("the summary does not count the gateway pods among the clients:\n%s", r)
 	}
 	// cluster --from a gateway's pod answers for the gateway; a waypoint's is refused.

@@ -129,15 +129,18 @@ func (p *checkTable) PrintCheck(w io.Writer, r *explain.CheckReport) error {
 // summaryLine is the first line: what was checked and what was found.
 func summaryLine(r *explain.CheckReport, counts map[explain.Severity]int, silenced int, wide bool) string {
 	s := r.Scope
-	clients := plural(s.Clients-s.Gateways, "client sidecar")
+	// clients: `N client sidecars (K classes)`, or with gateway pods among them `N clients (S
+	// sidecars, G gateway pods; K classes)`.
+	clients := fmt.Sprintf("%s (%s)", plural(s.Clients, "client sidecar"), plural(s.ClientClasses, "class", "classes"))
 	if s.Gateways > 0 {
-		clients += " and " + plural(s.Gateways, "gateway pod")
+		clients = fmt.Sprintf("%s (%s, %s; %s)", plural(s.Clients, "client"), plural(s.Clients-s.Gateways, "sidecar"),
+			plural(s.Gateways, "gateway pod"), plural(s.ClientClasses, "class", "classes"))
 	}
-	what := fmt.Sprintf("Checked %s from %s (%s) and %s%s: ", plural(s.Hosts, "host"), clients,
-		plural(s.ClientClasses, "class", "classes"), plural(s.Workloads, "workload"), dataPlanes(s.DataPlanes))
+	what := fmt.Sprintf("Checked %s from %s and %s%s: ", plural(s.Hosts, "host"), clients,
+		plural(s.Workloads, "workload"), dataPlanes(s.DataPlanes))
 	if s.Waypoints > 0 {
-		what = fmt.Sprintf("Checked %s from %s (%s), %s%s and %s: ", plural(s.Hosts, "host"), clients,
-			plural(s.ClientClasses, "class", "classes"), plural(s.Workloads, "workload"), dataPlanes(s.DataPlanes), plural(s.Waypoints, "waypoint"))
+		what = fmt.Sprintf("Checked %s from %s, %s%s and %s: ", plural(s.Hosts, "host"), clients,
+			plural(s.Workloads, "workload"), dataPlanes(s.DataPlanes), plural(s.Waypoints, "waypoint"))
 	}
 	if s.Diff {
 		what = "Changes against the live state, " + what
