@@ -310,14 +310,15 @@ type BareResult struct {
 }
 
 // bareReads runs `meshgen bare-reads --kubeconfig FILE [--node NAME]... [--service NS/NAME]...
-// [--services NS]... -- COMMAND...`.
+// [--services NS]... [--pods NS]... -- COMMAND...`.
 func bareReads(args []string) error {
 	fs := flag.NewFlagSet("bare-reads", flag.ContinueOnError)
 	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster to read")
-	var nodes, services, serviceLists stringList
+	var nodes, services, serviceLists, podLists stringList
 	fs.Var(&nodes, "node", "a Node `cluster` gets once it knows the pods (repeatable): the bare reads do not decode the pods, so they are told")
 	fs.Var(&services, "service", "a Service NS/NAME `cluster` gets in its second phase (repeatable; pkg/plan Cluster.NearMissReads)")
 	fs.Var(&serviceLists, "services", "a namespace whose Services `cluster` lists in its second phase (repeatable)")
+	fs.Var(&podLists, "pods", "a namespace whose Pods `cluster` lists in its second phase (repeatable; pkg/plan Cluster.SelectorPodReads)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -360,6 +361,9 @@ func bareReads(args []string) error {
 	}
 	for _, ns := range serviceLists {
 		more = append(more, source.Read{Kind: source.KindService, Namespaces: []string{ns}})
+	}
+	for _, ns := range podLists {
+		more = append(more, source.Read{Kind: source.KindPod, Namespaces: []string{ns}})
 	}
 	second = append(second, kindTasks(more)...)
 	if len(second) > 0 {

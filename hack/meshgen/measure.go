@@ -516,10 +516,11 @@ func machine() Machine {
 	return m
 }
 
-// clusterNearMiss are the --service and --services flags of the bare reads of `cluster`: the
-// Services the plugin reads in its second phase (pkg/plan Cluster.NearMissReads), found as the
-// plugin finds them, in the mesh's objects filtered by the plan's first reads. Without the
-// files of the mesh, they are written to a temporary directory.
+// clusterNearMiss are the --service, --services and --pods flags of the bare reads of
+// `cluster`: the Services and Pods the plugin reads in its second phase (pkg/plan
+// Cluster.NearMissReads and SelectorPodReads), found as the plugin finds them, in the mesh's
+// objects filtered by the plan's first reads. Without the files of the mesh, they are written
+// to a temporary directory.
 func clusterNearMiss(cfg meshgen.Config, q meshgen.Queries, filesDir string) ([]string, error) {
 	if filesDir == "" {
 		dir, err := os.MkdirTemp("", "meshgen-nearmiss-")
@@ -551,6 +552,9 @@ func clusterNearMiss(cfg meshgen.Config, q meshgen.Queries, filesDir string) ([]
 		for _, name := range r.Names {
 			flags = append(flags, "--service", r.Namespaces[0]+"/"+name)
 		}
+	}
+	for _, r := range c.SelectorPodReads(snap) {
+		flags = append(flags, "--pods", r.Namespaces[0])
 	}
 	return flags, nil
 }

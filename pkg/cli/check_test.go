@@ -168,6 +168,115 @@ func TestCheckExplainsHostsFromGateways(t *testing.T) {
 	}
 }
 
+// gatewaysApartYAML adds to cluster/gw04 a second gateway (an egress gateway's pod, other
+// labels), a workloadSelector DestinationRule that selects the ingress gateway only, and a
+// sidecar in the gateways' namespace, so the namespace's clients are a sidecar class and two
+// router classes set apart by the rule's labels.
+const gatewaysApartYAML = `apiVersion: v1
+kind: Pod
+metadata:
+  name: istio-egressgateway-5b8c9d7f4-q9w2e
+  namespace: istio-ingress
+  labels:
+    app: istio-egressgateway
+    istio: egressgateway
+spec:
+  serviceAccountName: istio-egressgateway
+  containers:
+  - name: istio-proxy
+    image: docker.io/istio/proxyv2:1.28.0
+    args: ["proxy", "router", "--domain", "$(POD_NAMESPACE).svc.cluster.local"]
+status:
+  podIP: 10.244.3.6
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: tools-6d5c4b3a2-z8x7c
+  namespace: istio-ingress
+  labels:
+    app: tools
+    istio: ingressgateway
+  annotations:
+    sidecar.istio.io/status: '{"containers":["istio-proxy"],"initContainers":["istio-init"]}'
+spec:
+  containers:
+  - name: app
+    image: registry.example.com/tools:1.0
+  - name: istio-proxy
+    image: docker.io/istio/proxyv2:1.28.0
+status:
+  podIP: 10.244.3.7
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata:
+  name: reviews-ingress
+  namespace: istio-ingress
+  creationTimestamp: "2026-01-02T00:00:00Z"
+spec:
+  host: reviews.bookinfo.svc.cluster.local
+  workloadSelector:
+    matchLabels:
+      istio: ingressgateway
+  trafficPolicy:
+    connectionPool:
+      tcp:
+        maxConnections: 10
+`
+
+// Gateways in one namespace with a workloadSelector DestinationRule that selects only some of
+// its proxies: check splits the routers by the rule's labels, keeps them apart from the
+// sidecar the rule also selects, and finds exactly what `cluster --from` reports for each.
+func TestCheckGatewaysSetApartBySelectors(t *testing.T) {
+	t.Chdir(repoRoot(t))
+	dir := t.TempDir()
+	src := "testdata/scenarios/cluster/gw04-gateway-credentialname"
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".yaml") {
+			b, err := os.ReadFile(filepath.Join(src, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "gateways-apart.yaml"), []byte(gatewaysApartYAML), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := runMain(t, "", "check", "-f", dir, "-o", "json", "--fail-on", "never")
+	if r.code != ExitOK {
+		t.Fatal(r)
+	}
+	var rep explain.CheckReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	// bookinfo's default and pod; istio-ingress's default (with the sidecar pod its labels
+	// set apart: 2 classes) and its two gateways (2 classes).
+	if rep.Scope.Gateways != 2 || rep.Scope.ClientClasses < 4 {
+		t.Errorf("scope %+v: want 2 gateway pods in classes of their own", rep.Scope)
+	}
+	checktest.Compare(t, dir, &rep, answersUnion(t, dir))
+	named := map[string]bool{}
+	for _, f := range rep.Findings {
+		for _, c := range f.Clients {
+			named[c] = true
+		}
+	}
+	for _, c := range []string{"Pod istio-ingress/istio-ingressgateway-7c9d8f6b5-x2k4p", "Pod istio-ingress/istio-egressgateway-5b8c9d7f4-q9w2e"} {
+		if !named[c] {
+			t.Errorf("no finding names gateway %s (the selected one gets D5/D6, both D19 without D20)", c)
+		}
+	}
+}
+
 // TestCheckWaypointScope checks that a check of a waypoint's namespace reports for the waypoint
 // what a check of every namespace reports for it, in every waypoint scenario folder: the
 // policies of the namespaces it serves (read only once a first read shows them) included.

@@ -75,7 +75,7 @@ func NewCluster(q ClusterQuery, base source.Spec, root string, rootKnown, allDes
 func (c *Cluster) Reads() []source.Read {
 	p, client := c.p, c.q.ClientNamespace
 	lookup := namespaces(append([]string{client, p.root}, p.serviceNamespaces...)...)
-	workloads := namespaces(append([]string{p.podNamespace}, p.serviceNamespaces...)...)
+	workloads := c.workloadNamespaces()
 	services := []source.Read{{Kind: source.KindService, Namespaces: workloads}}
 	if name, ns := c.serviceName(); name != "" && ns != p.podNamespace {
 		// Of the Services of the host's namespace the answer needs the host's own: it is got
@@ -111,6 +111,12 @@ func (c *Cluster) Reads() []source.Read {
 		reads = append(reads, source.Read{Kind: source.KindDeployment, Namespaces: namespaces(client)})
 	}
 	return reads
+}
+
+// workloadNamespaces are the namespaces whose Pods (and Services) the plan lists: the client
+// pod's and the host's.
+func (c *Cluster) workloadNamespaces() []string {
+	return namespaces(append([]string{c.p.podNamespace}, c.p.serviceNamespaces...)...)
 }
 
 // serviceName is the Kubernetes Service the host names and its namespace ("" when the host is
@@ -189,10 +195,11 @@ func (c *Cluster) Load(ctx context.Context, load Loader) (*model.Snapshot, error
 // the endpoints alike, so the Nodes of the client pod and of the pods the host's Services and
 // ServiceEntries select are read, once those pods are known: one get per node name, run
 // concurrently by the loader. The same phase gets the Services whose absence would make a
-// DestinationRule that was read look meant for the host (NearMissServices). Files are filtered
-// by the same reads. A node or Service that does not exist is simply absent; a node read that
-// is refused or fails leaves the locality of the pods on it unknown, with a warning, and the
-// explanation goes on.
+// DestinationRule that was read look meant for the host (NearMissServices), and the client
+// namespace's pods when a workloadSelector rule there needs them (SelectorPodReads). Files are
+// filtered by the same reads. A node or Service that does not exist is simply absent; a node
+// read that is refused or fails leaves the locality of the pods on it unknown, with a warning,
+// and the explanation goes on.
 func (c *Cluster) loadNodes(ctx context.Context, load Loader, snap *model.Snapshot) (*model.Snapshot, error) {
 	names := c.NodeNames(snap)
 	var reads []source.Read
@@ -201,6 +208,8 @@ func (c *Cluster) loadNodes(ctx context.Context, load Loader, snap *model.Snapsh
 	}
 	services := c.NearMissReads(snap)
 	reads = append(reads, services...)
+	pods := c.SelectorPodReads(snap)
+	reads = append(reads, pods...)
 	if len(reads) == 0 {
 		return snap, nil
 	}
@@ -222,9 +231,31 @@ func (c *Cluster) loadNodes(ctx context.Context, load Loader, snap *model.Snapsh
 			more.Issues = append(more.Issues, model.LoadIssue{Severity: "warning", Message: msg, Incomplete: []string{source.KindService}})
 			more.Incomplete[source.KindService] = msg
 		}
+		if len(pods) > 0 {
+			msg := fmt.Sprintf("cannot list the pods of namespace %s: %v; a workloadSelector DestinationRule reported as selecting no workload there (D6) may select some", c.q.ClientNamespace, err)
+			more.Issues = append(more.Issues, model.LoadIssue{Severity: "warning", Message: msg, Incomplete: []string{source.KindPod}})
+			more.Incomplete[source.KindPod] = msg
+		}
 	}
 	mergeSecondPhase(snap, more)
 	return snap, nil
+}
+
+// SelectorPodReads is the list of the client namespace's Pods, when the plan does not list
+// them and a DestinationRule of that namespace with a workloadSelector may be for the host: a
+// rule that does not select the client says whether it selects any workload of its namespace
+// (D6, index whyNot), which only those pods tell. Nil otherwise.
+func (c *Cluster) SelectorPodReads(snap *model.Snapshot) []source.Read {
+	client := c.q.ClientNamespace
+	if client == "" || slices.Contains(c.workloadNamespaces(), client) {
+		return nil
+	}
+	for _, dr := range snap.DestinationRules {
+		if dr.Namespace == client && dr.Spec.GetWorkloadSelector() != nil && index.RuleMayApply(c.q.Host, c.q.Namespace, dr.Spec.GetHost(), dr.Namespace) {
+			return []source.Read{{Kind: source.KindPod, Namespaces: []string{client}}}
+		}
+	}
+	return nil
 }
 
 // nearMissLimit is the number of Services of one namespace the second phase gets by name;
@@ -379,8 +410,8 @@ func definesHost(seHosts, candidates []string) bool {
 	})
 }
 
-// mergeSecondPhase adds what the second phase found to snap: the Nodes and Services snap does
-// not hold yet, their sources, and the load issues about those kinds (a load of files in that
+// mergeSecondPhase adds what the second phase found to snap: the Nodes, Services and Pods snap
+// does not hold yet, their sources, and the load issues about those kinds (a load of files in that
 // phase reads the files again, so their other issues are already in snap).
 func mergeSecondPhase(snap, more *model.Snapshot) {
 	var added []model.ObjectKey
@@ -396,6 +427,12 @@ func mergeSecondPhase(snap, more *model.Snapshot) {
 			added = append(added, model.ObjectKey{Kind: source.KindService, Namespace: svc.Namespace, Name: svc.Name})
 		}
 	}
+	for _, pod := range more.Pods {
+		if !slices.ContainsFunc(snap.Pods, func(p *corev1.Pod) bool { return p.Namespace == pod.Namespace && p.Name == pod.Name }) {
+			snap.Pods = append(snap.Pods, pod)
+			added = append(added, model.ObjectKey{Kind: source.KindPod, Namespace: pod.Namespace, Name: pod.Name})
+		}
+	}
 	for _, key := range added {
 		if src, ok := more.Sources[key]; ok {
 			if snap.Sources == nil {
@@ -405,7 +442,7 @@ func mergeSecondPhase(snap, more *model.Snapshot) {
 		}
 	}
 	snap.Sort()
-	for _, kind := range []string{source.KindNode, source.KindService} {
+	for _, kind := range []string{source.KindNode, source.KindService, source.KindPod} {
 		for _, is := range more.Issues {
 			about := slices.Contains(is.Incomplete, kind) || (is.Resource != nil && is.Resource.Kind == kind)
 			if about && !slices.ContainsFunc(snap.Issues, func(x model.LoadIssue) bool { return x.String() == is.String() }) {
