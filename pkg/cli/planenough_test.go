@@ -244,3 +244,25 @@ func TestPlansReadEnoughOnGenerated(t *testing.T) {
 		}
 	}
 }
+
+// When the second phase may not list the client namespace's pods, the answer says Pods are
+// incomplete instead of presenting D6's claim as whole.
+func TestClusterSelectorPodsDenied(t *testing.T) {
+	t.Chdir(repoRoot(t))
+	dir := "testdata/scenarios/cluster/d06-selector-dr-selects-other-pods"
+	load := fileCluster(dir, func(s source.Spec, snap *model.Snapshot) error {
+		for _, r := range s.Reads {
+			if r.Kind == source.KindPod && slices.Equal(r.Namespaces, []string{"web"}) {
+				why := `pods is forbidden: User "reader" cannot list resource "pods" in API group "" in the namespace "web"`
+				snap.Pods = nil
+				snap.Incomplete = map[string]string{source.KindPod: why}
+				snap.Issues = append(snap.Issues, model.LoadIssue{Severity: "warning", Message: why, Incomplete: []string{source.KindPod}})
+			}
+		}
+		return nil
+	})
+	r := runWithLoad(t, load, "cluster", "reviews.bookinfo", "-n", "web")
+	if r.code != ExitIncomplete || !strings.Contains(r.stderr, `cannot list resource "pods"`) || !strings.Contains(r.stdout, "INCOMPLETE") {
+		t.Errorf("cluster -n web without its pods: want exit %d naming the pods, got\n%s", ExitIncomplete, r)
+	}
+}
