@@ -145,14 +145,7 @@ func TestCheckEqualsUnionOfAnswers(t *testing.T) {
 func TestCheckExplainsHostsFromGateways(t *testing.T) {
 	t.Chdir(repoRoot(t))
 	const gateway = "Pod istio-ingress/istio-ingressgateway-7c9d8f6b5-x2k4p"
-	r := runMain(t, "", "check", "-f", "testdata/scenarios/cluster/gw04-gateway-credentialname", "-o", "json", "--fail-on", "never")
-	if r.code != ExitOK {
-		t.Fatal(r)
-	}
-	var rep explain.CheckReport
-	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
-		t.Fatal(err)
-	}
+	rep := checkReport(t, "-f", "testdata/scenarios/cluster/gw04-gateway-credentialname")
 	if rep.Scope.Gateways != 1 {
 		t.Errorf("scope %+v: want the gateway's pod among the clients", rep.Scope)
 	}
@@ -230,34 +223,8 @@ spec:
 // sidecar the rule also selects, and finds exactly what `cluster --from` reports for each.
 func TestCheckGatewaysSetApartBySelectors(t *testing.T) {
 	t.Chdir(repoRoot(t))
-	dir := t.TempDir()
-	src := "testdata/scenarios/cluster/gw04-gateway-credentialname"
-	entries, err := os.ReadDir(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), ".yaml") {
-			b, err := os.ReadFile(filepath.Join(src, e.Name()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if err := os.WriteFile(filepath.Join(dir, "gateways-apart.yaml"), []byte(gatewaysApartYAML), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r := runMain(t, "", "check", "-f", dir, "-o", "json", "--fail-on", "never")
-	if r.code != ExitOK {
-		t.Fatal(r)
-	}
-	var rep explain.CheckReport
-	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
-		t.Fatal(err)
-	}
+	dir := scenarioWith(t, "testdata/scenarios/cluster/gw04-gateway-credentialname", "gateways-apart.yaml", gatewaysApartYAML)
+	rep := checkReport(t, "-f", dir)
 	// bookinfo's default and pod; istio-ingress's default (with the sidecar pod its labels
 	// set apart: 2 classes) and its two gateways (2 classes).
 	if rep.Scope.Gateways != 2 || rep.Scope.ClientClasses < 4 {

@@ -78,8 +78,14 @@ status:
 func proxyPodsDir(t *testing.T) string {
 	t.Helper()
 	t.Chdir(repoRoot(t))
+	return scenarioWith(t, "testdata/scenarios/waypoint/bind-service", "proxies.yaml", proxyPodsYAML)
+}
+
+// scenarioWith is a copy of the YAML files of the scenario folder src (relative to the
+// working directory) in a temporary directory, with the file name holding extra added.
+func scenarioWith(t *testing.T, src, name, extra string) string {
+	t.Helper()
 	dir := t.TempDir()
-	src := "testdata/scenarios/waypoint/bind-service"
 	entries, err := os.ReadDir(src)
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +102,7 @@ func proxyPodsDir(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, "proxies.yaml"), []byte(proxyPodsYAML), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(extra), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return dir

@@ -266,10 +266,15 @@ type sidecarScope struct {
 	refs map[string][]*routeDest
 }
 
-// sidecarFor is PushContext.doGetSidecarScope for a sidecar proxy: in the proxy's namespace, the
-// first Sidecar whose workloadSelector matches the proxy labels (selector ones sorted first, then
-// by creation time), else the first selector-less one; else the root namespace's selector-less
-// Sidecar; else nil (the default scope).
+// sidecarFor is the Sidecar that applies to p: none for a gateway's proxy, which always gets
+// the default scope of its namespace (PushContext.getSidecarScope), else sidecarOf.
+func (ix *Index) sidecarFor(p *Proxy) *networkingv1.Sidecar {
+	if p.Router {
+		return nil
+	}
+	return ix.sidecarOf(p)
+}
+
 // SidecarIgnored is the Sidecar that would apply to p were it a sidecar, when p is a gateway's
 // proxy (nil otherwise): istiod gives a gateway its namespace's default scope whatever the
 // Sidecars (PushContext.getSidecarScope).
@@ -277,16 +282,14 @@ func (ix *Index) SidecarIgnored(p *Proxy) *networkingv1.Sidecar {
 	if p == nil || !p.Router {
 		return nil
 	}
-	q := *p
-	q.Router = false
-	return ix.sidecarFor(&q)
+	return ix.sidecarOf(p)
 }
 
-func (ix *Index) sidecarFor(p *Proxy) *networkingv1.Sidecar {
-	if p.Router {
-		// A gateway always gets the default scope of its namespace (getSidecarScope).
-		return nil
-	}
+// sidecarOf is PushContext.doGetSidecarScope for a sidecar proxy: in the proxy's namespace, the
+// first Sidecar whose workloadSelector matches the proxy labels (selector ones sorted first, then
+// by creation time), else the first selector-less one; else the root namespace's selector-less
+// Sidecar; else nil (the default scope).
+func (ix *Index) sidecarOf(p *Proxy) *networkingv1.Sidecar {
 	sorted := slices.Clone(ix.snap.Sidecars)
 	slices.SortStableFunc(sorted, func(a, b *networkingv1.Sidecar) int {
 		return cmp.Or(a.CreationTimestamp.Time.Compare(b.CreationTimestamp.Time), strings.Compare(a.Name, b.Name), strings.Compare(a.Namespace, b.Namespace))

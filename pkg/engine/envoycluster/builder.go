@@ -572,8 +572,11 @@ func (st *clusterState) setUpstreamProtocol() {
 }
 
 // router reports whether the client proxy is a gateway's.
-func (b *builder) router() bool {
-	return b.in.Proxy != nil && b.in.Proxy.Router
+func (b *builder) router() bool { return b.in.router() }
+
+// router reports whether the input's client proxy is a gateway's.
+func (in *Input) router() bool {
+	return in.Proxy != nil && in.Proxy.Router
 }
 
 // setUseDownstreamProtocol mirrors cluster_builder.go setUseDownstreamProtocol: it replaces any

@@ -75,7 +75,7 @@ func (e *Explainer) HostDiagnostics(hostname string, shared *SharedBuilds) (*ind
 
 // diagnostics is buildDiagnostics(in), made once per service and rule.
 func (s *SharedBuilds) diagnostics(in Input) ([]explain.Diagnostic, error) {
-	k := buildKey{svc: in.Service, rule: in.Rule, router: in.Proxy != nil && in.Proxy.Router}
+	k := buildKey{svc: in.Service, rule: in.Rule, router: in.router()}
 	s.mu.Lock()
 	b := s.m[k]
 	if b == nil {
