@@ -391,8 +391,9 @@ type lazyScope struct {
 // buildScope builds the sidecar scope of the proxies of namespace that get sidecar (nil: none)
 // (convertToSidecarScope + initSidecarScopeInternalIndexes): each egress listener imports
 // services and VirtualServices, then collectImportedServices unions them. A gateway's scope
-// (router; DefaultSidecarScopeForGateway) has the services exported to the namespace and its
-// VirtualServices, but imports no service through a VirtualService's destinations.
+// (router; DefaultSidecarScopeForGateway) has the services exported to the namespace, one per
+// hostname as appendSidecarServices keeps them, and the VirtualServices of a `*/*` listener,
+// but imports no service through a VirtualService's destinations.
 func (ix *Index) buildScope(namespace string, sidecar *networkingv1.Sidecar, router bool) *sidecarScope {
 	sc := &sidecarScope{namespace: namespace, sidecar: sidecar}
 	var egress []*networking.IstioEgressListener
@@ -430,15 +431,24 @@ func (ix *Index) buildScope(namespace string, sidecar *networkingv1.Sidecar, rou
 			info.egressPorts = append(info.egressPorts, l.port)
 		}
 	}
+	if router {
+		// DefaultSidecarScopeForGateway: every service exported to the namespace, in
+		// servicesExportedToNamespace's order, through appendSidecarServices alone. Where
+		// several namespaces define a hostname, the first in that order holds it (a Kubernetes
+		// Service before a ServiceEntry), not the one of the proxy's own namespace that a
+		// sidecar's `*/*` listener keeps (selectServices).
+		for _, rs := range ix.servicesExportedToNamespace(namespace) {
+			sc.services = appendSidecarService(sc.services, sc.byHost, rs.svc)
+		}
+		sc.refs = subsetReferences(sc)
+		return sc
+	}
 	for _, l := range sc.listeners {
 		for _, s := range l.services {
 			sc.services = appendSidecarService(sc.services, sc.byHost, s)
 			note(s, l, nil)
 		}
 		for _, vs := range l.vss {
-			if router {
-				break
-			}
 			for _, d := range vs.destinationsFor(namespace) {
 				byNs := ix.groups[d.host]
 				if len(byNs) == 0 {
