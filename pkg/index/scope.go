@@ -390,11 +390,12 @@ type lazyScope struct {
 
 // buildScope builds the sidecar scope of the proxies of namespace that get sidecar (nil: none)
 // (convertToSidecarScope + initSidecarScopeInternalIndexes): each egress listener imports
-// services and VirtualServices, then collectImportedServices unions them. A gateway's scope
-// (router; DefaultSidecarScopeForGateway) has the services exported to the namespace, one per
-// hostname as appendSidecarServices keeps them, and the VirtualServices of a `*/*` listener,
-// but imports no service through a VirtualService's destinations.
+// services and VirtualServices, then collectImportedServices unions them; a gateway's proxies
+// (router) get gatewayScope.
 func (ix *Index) buildScope(namespace string, sidecar *networkingv1.Sidecar, router bool) *sidecarScope {
+	if router {
+		return ix.gatewayScope(namespace)
+	}
 	sc := &sidecarScope{namespace: namespace, sidecar: sidecar}
 	var egress []*networking.IstioEgressListener
 	if sc.sidecar != nil {
@@ -430,18 +431,6 @@ func (ix *Index) buildScope(namespace string, sidecar *networkingv1.Sidecar, rou
 		if l.matchPort && !slices.Contains(info.egressPorts, l.port) {
 			info.egressPorts = append(info.egressPorts, l.port)
 		}
-	}
-	if router {
-		// DefaultSidecarScopeForGateway: every service exported to the namespace, in
-		// servicesExportedToNamespace's order, through appendSidecarServices alone. Where
-		// several namespaces define a hostname, the first in that order holds it (a Kubernetes
-		// Service before a ServiceEntry), not the one of the proxy's own namespace that a
-		// sidecar's `*/*` listener keeps (selectServices).
-		for _, rs := range ix.servicesExportedToNamespace(namespace) {
-			sc.services = appendSidecarService(sc.services, sc.byHost, rs.svc)
-		}
-		sc.refs = subsetReferences(sc)
-		return sc
 	}
 	for _, l := range sc.listeners {
 		for _, s := range l.services {
@@ -484,6 +473,24 @@ func (ix *Index) buildScope(namespace string, sidecar *networkingv1.Sidecar, rou
 	return sc
 }
 
+// gatewayScope is DefaultSidecarScopeForGateway, the scope of a gateway's proxies in namespace:
+// every service exported to the namespace, in servicesExportedToNamespace's order, through
+// appendSidecarServices alone, and the VirtualServices of a `*/*` listener. Where several
+// namespaces define a hostname, the first in that order holds it (a Kubernetes Service before
+// a ServiceEntry), not the one of the proxy's own namespace that a sidecar's `*/*` listener
+// keeps (selectServices); no service is imported through a VirtualService's destinations.
+func (ix *Index) gatewayScope(namespace string) *sidecarScope {
+	l, _ := ix.listenerRoutes(namespace, 0, &networking.IstioEgressListener{Hosts: []string{"*/*"}})
+	exported := ix.servicesExportedToNamespace(namespace)
+	sc := &sidecarScope{namespace: namespace, listeners: []*egressListener{l},
+		byHost: make(map[string]int, len(exported)), how: map[string]*importInfo{}}
+	for _, rs := range exported {
+		sc.services = appendSidecarService(sc.services, sc.byHost, rs.svc)
+	}
+	sc.refs = subsetReferences(sc)
+	return sc
+}
+
 // pickBestVisibleNamespace is sidecar.go pickBestVisibleNamespace: a visible Kubernetes Service
 // first, else the oldest visible ServiceEntry.
 func (ix *Index) pickBestVisibleNamespace(byNs map[string]*serviceGroup, configNamespace string) string {
@@ -506,15 +513,43 @@ func (ix *Index) pickBestVisibleNamespace(byNs map[string]*serviceGroup, configN
 	return best.svc.Namespace
 }
 
-// convertListener is sidecar.go convertIstioListenerToWrapper.
+// convertListener is sidecar.go convertIstioListenerToWrapper: listenerRoutes, then the
+// services the listener imports.
 func (ix *Index) convertListener(configNamespace string, index int, e *networking.IstioEgressListener) *egressListener {
-	l := &egressListener{index: index, hosts: map[string]*hostClass{}}
+	l, allExact := ix.listenerRoutes(configNamespace, index, e)
+	var candidates []*regService
+	if allExact {
+		// servicesForExactHosts: only the HostnameAndNamespace entry, visibility re-checked.
+		for _, ns := range sortedKeys(l.hosts) {
+			for _, h := range sortedKeys(l.hosts[ns].exact) {
+				g := ix.groups[h][ns]
+				if g == nil || !ix.isServiceVisible(g.chosen, configNamespace) {
+					continue
+				}
+				candidates = append(candidates, g.chosen)
+			}
+		}
+		slices.SortStableFunc(candidates, func(a, b *regService) int {
+			return cmp.Or(a.svc.CreationTime.Compare(b.svc.CreationTime), strings.Compare(a.sortName, b.sortName), strings.Compare(a.svc.Namespace, b.svc.Namespace))
+		})
+	} else {
+		candidates = ix.servicesExportedToNamespace(configNamespace)
+	}
+	l.services = selectServices(candidates, configNamespace, l, func(h string) bool { return len(ix.groups[h]) > 1 })
+	return l
+}
+
+// listenerRoutes is the part of convertIstioListenerToWrapper before the services: the
+// listener's port, its hosts by namespace and the VirtualServices they select. allExact
+// reports whether every host is an exact name of a named namespace (servicesForExactHosts).
+func (ix *Index) listenerRoutes(configNamespace string, index int, e *networking.IstioEgressListener) (l *egressListener, allExact bool) {
+	l = &egressListener{index: index, hosts: map[string]*hostClass{}}
 	// needsPortMatch: a listener with a port imports only that port, unless it is an
 	// HTTP_PROXY listener.
 	if e.GetPort().GetNumber() != 0 && ParseProtocol(e.GetPort().GetProtocol()) != "HTTP_PROXY" {
 		l.matchPort, l.port = true, e.GetPort().GetNumber()
 	}
-	allExact := true
+	allExact = true
 	for _, h := range e.GetHosts() {
 		if strings.Count(h, "/") != 1 {
 			continue
@@ -550,26 +585,7 @@ func (ix *Index) convertListener(configNamespace string, index int, e *networkin
 		hc.all = append(hc.all, name)
 	}
 	l.vss = ix.selectVirtualServices(configNamespace, l.hosts)
-	var candidates []*regService
-	if allExact {
-		// servicesForExactHosts: only the HostnameAndNamespace entry, visibility re-checked.
-		for _, ns := range sortedKeys(l.hosts) {
-			for _, h := range sortedKeys(l.hosts[ns].exact) {
-				g := ix.groups[h][ns]
-				if g == nil || !ix.isServiceVisible(g.chosen, configNamespace) {
-					continue
-				}
-				candidates = append(candidates, g.chosen)
-			}
-		}
-		slices.SortStableFunc(candidates, func(a, b *regService) int {
-			return cmp.Or(a.svc.CreationTime.Compare(b.svc.CreationTime), strings.Compare(a.sortName, b.sortName), strings.Compare(a.svc.Namespace, b.svc.Namespace))
-		})
-	} else {
-		candidates = ix.servicesExportedToNamespace(configNamespace)
-	}
-	l.services = selectServices(candidates, configNamespace, l, func(h string) bool { return len(ix.groups[h]) > 1 })
-	return l
+	return l, allExact
 }
 
 // selectServices is IstioEgressListenerWrapper.selectServices with PILOT_UNIFIED_SIDECAR_SCOPE
