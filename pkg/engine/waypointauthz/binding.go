@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/mesh-explain/kubectl-mesh-explain/pkg/internal/parallel"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/meshhost"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/model"
 	"github.com/mesh-explain/kubectl-mesh-explain/pkg/provenance"
@@ -338,57 +339,78 @@ func (e *explanation) namespace(name string) *corev1.Namespace {
 // in kind then namespace/name order.
 func (e *explanation) bindings() []Binding {
 	var out []Binding
-	for _, s := range e.snap.Services {
-		if b := e.bindTarget(kindService, &s.ObjectMeta, true); b != nil {
-			if m := s.Labels[labelManaged]; m == managedMesh || m == managedEastWest {
-				continue
-			}
-			out = append(out, *b)
+	for _, i := range e.naming(len(e.snap.Services), func(i int) *metav1.ObjectMeta { return &e.snap.Services[i].ObjectMeta }) {
+		s := e.snap.Services[i]
+		b := e.bindTarget(kindService, &s.ObjectMeta, true)
+		if m := s.Labels[labelManaged]; m == managedMesh || m == managedEastWest {
+			continue
 		}
+		out = append(out, *b)
 	}
-	for _, se := range e.snap.ServiceEntries {
-		if b := e.bindTarget(kindServiceEntry, &se.ObjectMeta, true); b != nil {
-			if b.Bound {
-				// Bound only through the hosts istiod keeps this ServiceEntry's service for.
-				var why []string
-				for _, h := range se.Spec.GetHosts() {
-					if r := e.outranked(se, h); r != "" {
-						why = append(why, r)
-						if b.lost == nil {
-							b.lost = map[string]bool{}
-						}
-						b.lost[h] = true
+	for _, i := range e.naming(len(e.snap.ServiceEntries), func(i int) *metav1.ObjectMeta { return &e.snap.ServiceEntries[i].ObjectMeta }) {
+		se := e.snap.ServiceEntries[i]
+		b := e.bindTarget(kindServiceEntry, &se.ObjectMeta, true)
+		if b.Bound {
+			// Bound only through the hosts istiod keeps this ServiceEntry's service for.
+			var why []string
+			for _, h := range se.Spec.GetHosts() {
+				if r := e.outranked(se, h); r != "" {
+					why = append(why, r)
+					if b.lost == nil {
+						b.lost = map[string]bool{}
 					}
-				}
-				switch {
-				case len(why) > 0 && len(why) == len(se.Spec.GetHosts()):
-					b.Bound, b.Reason, b.outranked = false, strings.Join(why, "; "), true
-				case len(why) > 0:
-					// Bound, but not for the hosts another service holds: say which.
-					note := "bound for its other hosts only: " + strings.Join(why, "; ")
-					if b.Reason != "" {
-						note = b.Reason + "; " + note
-					}
-					b.Reason = note
+					b.lost[h] = true
 				}
 			}
-			out = append(out, *b)
-		}
-	}
-	for _, p := range e.snap.Pods {
-		if b := e.bindTarget(kindPod, &p.ObjectMeta, false); b != nil && (b.Bound || e.podNamesWaypoint(p)) {
-			if p.Labels[labelGatewayName] != "" {
-				continue
+			switch {
+			case len(why) > 0 && len(why) == len(se.Spec.GetHosts()):
+				b.Bound, b.Reason, b.outranked = false, strings.Join(why, "; "), true
+			case len(why) > 0:
+				// Bound, but not for the hosts another service holds: say which.
+				note := "bound for its other hosts only: " + strings.Join(why, "; ")
+				if b.Reason != "" {
+					note = b.Reason + "; " + note
+				}
+				b.Reason = note
 			}
+		}
+		out = append(out, *b)
+	}
+	for _, i := range e.naming(len(e.snap.Pods), func(i int) *metav1.ObjectMeta { return &e.snap.Pods[i].ObjectMeta }) {
+		p := e.snap.Pods[i]
+		if b := e.bindTarget(kindPod, &p.ObjectMeta, false); (b.Bound || e.podNamesWaypoint(p)) && p.Labels[labelGatewayName] == "" {
 			out = append(out, *b)
 		}
 	}
-	for _, we := range e.snap.WorkloadEntries {
-		if b := e.bindTarget(kindWorkloadEntry, &we.ObjectMeta, false); b != nil && (b.Bound || hasUseWaypoint(we.Labels)) {
+	for _, i := range e.naming(len(e.snap.WorkloadEntries), func(i int) *metav1.ObjectMeta { return &e.snap.WorkloadEntries[i].ObjectMeta }) {
+		we := e.snap.WorkloadEntries[i]
+		if b := e.bindTarget(kindWorkloadEntry, &we.ObjectMeta, false); b.Bound || hasUseWaypoint(we.Labels) {
 			out = append(out, *b)
 		}
 	}
 	return out
+}
+
+// namingChunk is how many objects one worker of naming reads at a time.
+const namingChunk = 1024
+
+// naming is, in order, the indices below n of the objects (meta(i)) that name this waypoint,
+// by their labels or their namespace's (namedWaypoint): those bindTarget binds or reports.
+// Looking that up reads the labels of every Service and pod of the mesh, tens of thousands of
+// maps at 10,000 Services and most of a waypoint's answer (docs/performance.md): it is done on
+// every core, and only the few objects found go through bindTarget.
+func (e *explanation) naming(n int, meta func(i int) *metav1.ObjectMeta) []int {
+	e.namespace("") // builds the namespaces' index before the workers read it
+	parts := make([][]int, (n+namingChunk-1)/namingChunk)
+	parallel.Each(len(parts), func(c int) {
+		for i := c * namingChunk; i < min(n, (c+1)*namingChunk); i++ {
+			m := meta(i)
+			if wns, wname, _, ok := e.namedWaypoint(m.Labels, m.Namespace); ok && wns == e.gw.Namespace && wname == e.gw.Name {
+				parts[c] = append(parts[c], i)
+			}
+		}
+	})
+	return slices.Concat(parts...)
 }
 
 // podNamesWaypoint: a pod whose own label names the waypoint is reported even when the traffic

@@ -12,9 +12,9 @@
 // findWaypointResources, listener_waypoint.go buildWaypointInternal), AuthorizationPolicy
 // attachment to a waypoint (pilot/pkg/model policyattachment.go ShouldAttachPolicy with
 // IsWaypoint, authorization.go ListAuthorizationPolicies).
-// It may import: envoyrbac, index, model, explain, explain/diag, provenance; go-control-plane,
-// Istio and Gateway API types. It must not import cli, render, source, cobra, lipgloss or
-// client-go clients.
+// It may import: envoyrbac, index, model, explain, explain/diag, provenance, internal/parallel;
+// go-control-plane, Istio and Gateway API types. It must not import cli, render, source,
+// cobra, lipgloss or client-go clients.
 //
 // Emulated version: istio.io/istio v0.0.0-20260827124520-eed52ebb66ad with istiod's default
 // feature flags (AMBIENT_ENABLE_MULTI_NETWORK off: no set_dst_address filters, no east-west
