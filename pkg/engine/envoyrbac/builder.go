@@ -457,9 +457,12 @@ func (b *builder) localFilter(br *builtRule, forTCP bool) Filter {
 
 // Envoy is the filter as istiod sends it: Name, with Config packed in an Any. Packing
 // marshals Config (a waypoint's RBAC filters are megabytes), so Build leaves it to the
-// answers that print the filter (-o envoy and the document), once per filter.
+// answers that print the filter (-o envoy and the document), once per filter. The packed
+// bytes are deterministic (map keys sorted): two filters of the same content pack the same,
+// which lets an answer print such filters once.
 func (f Filter) Envoy() *listenerv3.Filter {
-	a, err := anypb.New(f.Config)
+	a := &anypb.Any{}
+	err := anypb.MarshalFrom(a, f.Config, proto.MarshalOptions{Deterministic: true})
 	if err != nil {
 		panic(fmt.Sprintf("packing %s: %v", f.Name, err))
 	}
