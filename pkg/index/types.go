@@ -57,9 +57,20 @@ type Endpoint struct {
 	// Ref is the Pod, WorkloadEntry or ServiceEntry behind the endpoint.
 	Ref provenance.Ref
 
-	// workload is the workload the endpoint was made from, nil for a ServiceEntry's own
-	// endpoints.
+	// workload is the workload the endpoint was made from (for a ServiceEntry's own
+	// endpoints, one per entry of spec.endpoints), nil for the endpoint a DNS ServiceEntry
+	// without endpoints makes of its host.
 	workload *workload
+}
+
+// EntryName is the name istiod gives one of a ServiceEntry's own endpoints (spec.endpoints),
+// `<name>-<index>` (convertServiceEntryToInstances), and false for any other endpoint: a pod's,
+// a WorkloadEntry's, or the one a DNS ServiceEntry without endpoints makes of its host.
+func (e Endpoint) EntryName() (string, bool) {
+	if e.workload == nil || e.workload.ref.Kind != "ServiceEntry" {
+		return "", false
+	}
+	return e.workload.name, true
 }
 
 // Service is a registry service: a Kubernetes Service or one host of a ServiceEntry.

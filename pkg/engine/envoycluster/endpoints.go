@@ -1,7 +1,6 @@
 package envoycluster
 
 import (
-	"fmt"
 	"regexp"
 	"sort"
 	"strings"
@@ -186,17 +185,10 @@ func (b *builder) workloadName(ep index.Endpoint) string {
 	snap := b.in.Snapshot
 	switch ep.Ref.Kind {
 	case "ServiceEntry":
-		if snap != nil && ep.Address != b.in.Service.Hostname {
-			for _, se := range snap.ServiceEntries {
-				if se.Namespace != ep.Ref.Namespace || se.Name != ep.Ref.Name {
-					continue
-				}
-				for i, we := range se.Spec.GetEndpoints() {
-					if we.GetAddress() == ep.Address || strings.TrimPrefix(we.GetAddress(), "unix://") == ep.Address {
-						return fmt.Sprintf("%s-%d", se.Name, i)
-					}
-				}
-			}
+		// An entry of spec.endpoints is named by its index, whatever its address (it may be
+		// the host itself, or the address of another entry).
+		if name, ok := ep.EntryName(); ok {
+			return name
 		}
 		return ep.Ref.Name
 	case "WorkloadEntry":
