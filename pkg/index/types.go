@@ -73,6 +73,13 @@ func (e Endpoint) EntryName() (string, bool) {
 	return e.workload.name, true
 }
 
+// SameWorkload reports whether e and o are endpoints of one workload at one address: one pod,
+// WorkloadEntry or entry of a ServiceEntry's spec.endpoints. Entries of one ServiceEntry share
+// its Ref and may share an address, and each is a workload of its own, with its own labels.
+func (e Endpoint) SameWorkload(o Endpoint) bool {
+	return e.workload == o.workload && e.Ref == o.Ref && e.Address == o.Address
+}
+
 // Service is a registry service: a Kubernetes Service or one host of a ServiceEntry.
 type Service struct {
 	// Hostname is the FQDN (or the ServiceEntry host, possibly a wildcard).

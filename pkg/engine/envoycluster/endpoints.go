@@ -108,7 +108,7 @@ func (b *builder) endpointMTLS(ep index.Endpoint, subset string) bool {
 	}
 	for _, w := range b.workloadMTLS() {
 		for _, we := range w.Endpoints {
-			if we.Ref == ep.Ref && we.Address == ep.Address {
+			if we.SameWorkload(ep) {
 				return w.ModeForPort(ep.Port) != index.MTLSDisable
 			}
 		}

@@ -850,10 +850,10 @@ func disableFix(src source) string {
 	return fmt.Sprintf("remove %s.tls.mode DISABLE (auto-mTLS then applies) or set ISTIO_MUTUAL", src.prefix)
 }
 
-// hasEndpoint reports whether eps holds ep (the same workload, address and port).
+// hasEndpoint reports whether eps holds ep (the same workload, address and port: SameWorkload).
 func hasEndpoint(eps []index.Endpoint, ep *index.Endpoint) bool {
 	for i := range eps {
-		if eps[i].Ref == ep.Ref && eps[i].Address == ep.Address && eps[i].Port == ep.Port {
+		if eps[i].SameWorkload(*ep) && eps[i].Port == ep.Port {
 			return true
 		}
 	}
