@@ -179,8 +179,9 @@ func (b *builder) workloadLabel(ep index.Endpoint) string {
 
 // workloadName is the IstioEndpoint WorkloadName istiod records: for a ServiceEntry's own
 // endpoints `<name>-<index>` (the synthetic endpoint of a DNS ServiceEntry without endpoints is
-// just `<name>`), for a WorkloadEntry its auto-registration group, workload-name label or name,
-// for a pod its workload-name label or its controller (kube.GetWorkloadMetaFromPod).
+// just `<name>`), for a WorkloadEntry its auto-registration group, the workload-name label of
+// its metadata or its name, for a pod its workload-name label or its controller
+// (kube.GetWorkloadMetaFromPod).
 func (b *builder) workloadName(ep index.Endpoint) string {
 	snap := b.in.Snapshot
 	switch ep.Ref.Kind {
@@ -198,7 +199,9 @@ func (b *builder) workloadName(ep index.Endpoint) string {
 					if g, ok := we.Annotations["istio.io/autoRegistrationGroup"]; ok {
 						return g
 					}
-					if wn, ok := we.Spec.GetLabels()["service.istio.io/workload-name"]; ok {
+					// The metadata's label, not spec.labels (WorkloadNameFromWorkloadEntry reads
+					// the config's own metadata).
+					if wn, ok := we.Labels["service.istio.io/workload-name"]; ok {
 						return wn
 					}
 					return we.Name
