@@ -194,3 +194,54 @@ func TestNamespaceProxyHasNoLocality(t *testing.T) {
 		}
 	}
 }
+
+// TestPodNetworkFromIstioNamespace: a pod endpoint's network is its topology.istio.io/network
+// label, else that of the namespace istiod runs in (the kube controller's Network and
+// networkFromSystemNamespace), never that of the pod's own namespace.
+func TestPodNetworkFromIstioNamespace(t *testing.T) {
+	ns := func(name, network string) *corev1.Namespace {
+		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if network != "" {
+			n.Labels = map[string]string{"topology.istio.io/network": network}
+		}
+		return n
+	}
+	tests := []struct {
+		name           string
+		podNetwork     string
+		istioNamespace string
+		namespaces     []*corev1.Namespace
+		want           string
+	}{
+		{name: "istio-system's label", namespaces: []*corev1.Namespace{ns("istio-system", "net-system"), ns("bookinfo", "")}, want: "net-system"},
+		{name: "not the pod's namespace's", namespaces: []*corev1.Namespace{ns("istio-system", ""), ns("bookinfo", "net-bookinfo")}, want: ""},
+		{name: "the pod's own label first", podNetwork: "net-pod", namespaces: []*corev1.Namespace{ns("istio-system", "net-system")}, want: "net-pod"},
+		{name: "--istio-namespace", istioNamespace: "istio-control", namespaces: []*corev1.Namespace{ns("istio-system", "net-system"), ns("istio-control", "net-control")}, want: "net-control"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lbls := map[string]string{"app": "reviews"}
+			if tt.podNetwork != "" {
+				lbls["topology.istio.io/network"] = tt.podNetwork
+			}
+			objs := []any{kubeSvc("reviews", "bookinfo", "http:9080"), pod("reviews-1", "bookinfo", "10.1.0.1", lbls)}
+			for _, n := range tt.namespaces {
+				objs = append(objs, n)
+			}
+			s := snapshot(objs...)
+			s.IstioNamespace = tt.istioNamespace
+			var eps []Endpoint
+			for _, svc := range Build(s).Services() {
+				if svc.Hostname == "reviews.bookinfo.svc.cluster.local" {
+					eps = svc.Endpoints[9080]
+				}
+			}
+			if len(eps) != 1 {
+				t.Fatalf("endpoints = %+v, want one", eps)
+			}
+			if got := eps[0].Labels["topology.istio.io/network"]; got != tt.want {
+				t.Errorf("network label = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -139,6 +139,7 @@ func (ix *Index) buildWorkloads() {
 		ix.nodes[n.Name] = n
 	}
 	td := ix.TrustDomain()
+	sysNetwork := ix.systemNetwork()
 	for _, pod := range ix.snap.Pods {
 		ip := pod.Status.PodIP
 		if ip == "" && len(pod.Status.PodIPs) > 0 {
@@ -175,7 +176,8 @@ func (ix *Index) buildWorkloads() {
 			locality:       locality,
 			containerPorts: ports,
 		}
-		w.epLabels = augmentLabels(pod.Labels, locality, pod.Spec.NodeName, ix.networkFor(pod.Labels, pod.Namespace))
+		// The pod's own network label stays; augmentLabels adds the system's only without one.
+		w.epLabels = augmentLabels(pod.Labels, locality, pod.Spec.NodeName, sysNetwork)
 		ix.addWorkload(w)
 	}
 	for _, we := range ix.snap.WorkloadEntries {
@@ -257,10 +259,10 @@ func (ix *Index) workloadFromEntry(spec *networking.WorkloadEntry, metaLabels ma
 	if locality == "" {
 		locality = localityLabel(lbls)
 	}
+	// workloadEntryNetwork: spec.network, else the controller's network callback, which
+	// istiod's ServiceEntry controller is not given (pilot/pkg/bootstrap servicecontroller.go):
+	// no namespace's label counts, only the entry's own, which its labels keep.
 	network := spec.GetNetwork()
-	if network == "" {
-		network = ix.networkFor(lbls, namespace)
-	}
 	w := &workload{
 		kind:      workloadKindWorkload,
 		ref:       ref,
@@ -279,13 +281,12 @@ func (ix *Index) workloadFromEntry(spec *networking.WorkloadEntry, metaLabels ma
 	return w
 }
 
-// networkFor is the endpoint network istiod derives without MeshNetworks: the workload's
-// `topology.istio.io/network` label, else its namespace's.
-func (ix *Index) networkFor(lbls map[string]string, namespace string) string {
-	if n := lbls[labelNetwork]; n != "" {
-		return n
-	}
-	if ns := ix.snap.Namespace(namespace); ns != nil {
+// systemNetwork is the network istiod gives the endpoints of a pod without a
+// `topology.istio.io/network` label of its own when MeshNetworks says nothing (the kube
+// controller's Network): the label of the namespace istiod runs in (networkFromSystemNamespace),
+// not the pod's own namespace's.
+func (ix *Index) systemNetwork() string {
+	if ns := ix.snap.Namespace(ix.snap.SystemNamespace()); ns != nil {
 		return ns.Labels[labelNetwork]
 	}
 	return ""

@@ -166,6 +166,9 @@ type Snapshot struct {
 	// Incomplete lists kinds that could not be read at all (forbidden, missing CRD), e.g.
 	// "PeerAuthentication". Engines turn these into warnings about what they could not infer.
 	Incomplete map[string]string
+	// IstioNamespace is the namespace istiod runs in (--istio-namespace; "" is istio-system):
+	// its topology.istio.io/network label is the network of the workloads without one.
+	IstioNamespace string
 	// Absent are the optional kinds the cluster does not serve (their CRDs are not installed),
 	// with why: none of them can exist, so an answer is whole without them. The Gateway API
 	// Gateway is one: a cluster without it has no waypoint.
@@ -190,6 +193,14 @@ func (s *Snapshot) MeshConfigOrigin(field, note string) (o provenance.Origin, us
 	}
 	o.Position = s.MeshConfigPosition
 	return o, true
+}
+
+// SystemNamespace is the namespace istiod runs in: IstioNamespace, defaulting to istio-system.
+func (s *Snapshot) SystemNamespace() string {
+	if s.IstioNamespace != "" {
+		return s.IstioNamespace
+	}
+	return "istio-system"
 }
 
 // RootNamespace is MeshConfig rootNamespace, defaulting to istio-system.

@@ -417,6 +417,7 @@ func (l *loader) snapshot() *model.Snapshot {
 		Sources:              l.sources,
 		Issues:               l.issues,
 		Incomplete:           l.incomplete,
+		IstioNamespace:       l.spec.IstioNamespace,
 	}
 	if len(l.absent) > 0 {
 		snap.Absent = l.absent
