@@ -110,8 +110,9 @@ func TestClusterReadPlan(t *testing.T) {
 				{"DestinationRule": "bookinfo,istio-system", "Sidecar": "bookinfo,istio-system", "PeerAuthentication": "bookinfo,istio-system",
 					"EnvoyFilter": "bookinfo,istio-system", "Namespace": "bookinfo,istio-system", "Service": "bookinfo:reviews", "Pod": "bookinfo",
 					"ServiceEntry": "*", "WorkloadEntry": "*", "VirtualService": "*"},
+				// istiod's namespace stays read: its network label is the pods' network.
 				{"DestinationRule": "bookinfo,mesh-root", "Sidecar": "bookinfo,mesh-root", "PeerAuthentication": "bookinfo,mesh-root",
-					"EnvoyFilter": "bookinfo,mesh-root", "Namespace": "bookinfo,mesh-root", "Service": "bookinfo:reviews", "Pod": "bookinfo",
+					"EnvoyFilter": "bookinfo,mesh-root", "Namespace": "bookinfo,istio-system,mesh-root", "Service": "bookinfo:reviews", "Pod": "bookinfo",
 					"ServiceEntry": "*", "WorkloadEntry": "*", "VirtualService": "*"},
 			},
 			wantQuery: envoycluster.Query{Host: "reviews", Namespace: "bookinfo", From: envoycluster.ProxyRef{Namespace: "bookinfo"}},
@@ -124,9 +125,10 @@ func TestClusterReadPlan(t *testing.T) {
 				{"DestinationRule": "bookinfo,istio-control", "Sidecar": "bookinfo,istio-control", "PeerAuthentication": "bookinfo,istio-control",
 					"EnvoyFilter": "bookinfo,istio-control", "Namespace": "bookinfo,istio-control", "Service": "bookinfo:reviews", "Pod": "bookinfo",
 					"ServiceEntry": "*", "WorkloadEntry": "*", "VirtualService": "*"},
-				// The snapshot says the root is istio-system (the MeshConfig default).
+				// The snapshot says the root is istio-system (the MeshConfig default); istiod's
+				// namespace stays read.
 				{"DestinationRule": "bookinfo,istio-system", "Sidecar": "bookinfo,istio-system", "PeerAuthentication": "bookinfo,istio-system",
-					"EnvoyFilter": "bookinfo,istio-system", "Namespace": "bookinfo,istio-system", "Service": "bookinfo:reviews", "Pod": "bookinfo",
+					"EnvoyFilter": "bookinfo,istio-system", "Namespace": "bookinfo,istio-control,istio-system", "Service": "bookinfo:reviews", "Pod": "bookinfo",
 					"ServiceEntry": "*", "WorkloadEntry": "*", "VirtualService": "*"},
 			},
 			wantQuery: envoycluster.Query{Host: "reviews", Namespace: "bookinfo", From: envoycluster.ProxyRef{Namespace: "bookinfo"}},

@@ -71,6 +71,14 @@ func NewCluster(q ClusterQuery, base source.Spec, root string, rootKnown, allDes
 	return c
 }
 
+// istioNamespace is the namespace istiod runs in (--istio-namespace).
+func (c *Cluster) istioNamespace() string {
+	if c.base.IstioNamespace != "" {
+		return c.base.IstioNamespace
+	}
+	return source.DefaultIstioNamespace
+}
+
 // Reads are the reads of the plan as it stands.
 func (c *Cluster) Reads() []source.Read {
 	p, client := c.p, c.q.ClientNamespace
@@ -99,7 +107,9 @@ func (c *Cluster) Reads() []source.Read {
 		{Kind: source.KindSidecar, Namespaces: lookup},
 		{Kind: source.KindPeerAuthentication, Namespaces: lookup},
 		{Kind: source.KindEnvoyFilter, Namespaces: namespaces(client, p.root)},
-		{Kind: source.KindNamespace, Namespaces: lookup},
+		// istiod's namespace too: its topology.istio.io/network label is the network of the
+		// pods without one (it is mostly the root namespace, read already).
+		{Kind: source.KindNamespace, Namespaces: namespaces(append(slices.Clone(lookup), c.istioNamespace())...)},
 	}
 	reads = append(append(reads, services...),
 		source.Read{Kind: source.KindPod, Namespaces: workloads},
